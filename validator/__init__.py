@@ -1,0 +1,1 @@
+"""The InputSchema subset: a pure, synchronous validator for MCP tool arguments."""
