@@ -1,0 +1,387 @@
+"""One compile function per keyword, and the table that registers them.
+
+The table's rows mirror the contract's keyword table, in its order. A compile
+function receives the keyword's value and its Site; it checks the value's
+shape (malformed → ``validation`` error) and returns a closure that checks one
+argument value, or None for an annotation. ``applies`` says which JSON values
+a check is for, so keywords without ``type`` follow JSON Schema applicability:
+the node only calls an object check with a dict, a number check with an int
+or a float, and so on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+from .failures import Exhausted, Failure, Invalid
+from .json_values import describe, equality_key, type_name
+from .patterns import PatternError, PatternTimeout, compile_pattern
+from .site import Check, Site
+
+CONTRACT = "contract"
+EXTENDED = "extended"
+BOTH = frozenset({CONTRACT, EXTENDED})
+
+# JSON Schema type name → the exact Python types a JSON parser produces for it.
+TYPES: dict[str, tuple[type, ...]] = {
+    "object": (dict,),
+    "array": (list,),
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "null": (type(None),),
+}
+
+
+@dataclass(frozen=True)
+class Keyword:
+    name: str
+    compile: Callable[[Any, Site], Optional[Check]]
+    # "type" runs first; "any" checks run after the type-specific ones;
+    # "object"/"array"/"string"/"number" checks run only on such values; None = annotation.
+    applies: str | None
+    dialects: frozenset = BOTH
+
+
+# --- type ------------------------------------------------------------------
+
+
+def compile_type(value: Any, site: Site) -> Check:
+    names = [value] if type(value) is str else site.array(value, non_empty=True)
+    for i, name in enumerate(names):
+        if type(name) is not str:
+            raise site.malformed(f"type entries must be strings, not {describe(name)}", *([i] if names is value else []))
+        if name not in TYPES:
+            raise site.unsupported(f'the type "{name}" is not one of {", ".join(TYPES)}')
+    if len(set(names)) != len(names):
+        raise site.malformed("type must not list a type twice")
+    allowed = frozenset(t for name in names for t in TYPES[name])
+    integral_floats = "integer" in names and "number" not in names
+    path = site.path
+    expected = " or ".join(f'"{n}"' for n in names)
+
+    def check_type(v: Any) -> None:
+        t = type(v)
+        if t in allowed or (integral_floats and t is float and v.is_integer()):
+            return
+        raise Invalid("type", path, f"{describe(v)} is not of type {expected}")
+
+    return check_type
+
+
+# --- object keywords --------------------------------------------------------
+
+
+def compile_properties(value: Any, site: Site) -> Check | None:
+    if not isinstance(value, dict):
+        raise site.malformed(f"properties must be an object mapping names to schemas, not {describe(value)}")
+    items = tuple((name, site.sub(schema, name)) for name, schema in value.items())
+    if not items:
+        return None
+    missing = object()
+
+    def check_properties(v: dict) -> None:
+        for name, check in items:
+            item = v.get(name, missing)
+            if item is not missing:
+                try:
+                    check(item)
+                except Failure as failure:
+                    failure.tokens.append(name)
+                    raise
+
+    return check_properties
+
+
+def compile_required(value: Any, site: Site) -> Check | None:
+    names = site.array(value)
+    for i, name in enumerate(names):
+        if type(name) is not str:
+            raise site.malformed(f"required entries must be property names (strings), not {describe(name)}", i)
+    names = tuple(dict.fromkeys(names))  # repeats change nothing
+    if not names:
+        return None
+    path = site.path
+
+    def check_required(v: dict) -> None:
+        for name in names:
+            if name not in v:
+                raise Invalid("required", path, f'missing required property "{name}"')
+
+    return check_required
+
+
+def compile_additional_properties(value: Any, site: Site) -> Check | None:
+    if value is True:
+        return None
+    declared = site.compiler.declared_properties(site.schema)
+    path, keyword = site.path, site.keyword
+    if value is False:
+        names = declared.names
+
+        def check_no_additional(v: dict) -> None:
+            for name in v:
+                if not declared(name):
+                    raise Invalid(
+                        keyword, path,
+                        f'property "{name}" is not allowed (no additional properties; allowed: {_names(names)})',
+                    )
+
+        return check_no_additional
+    check = site.sub(value)
+
+    def check_additional(v: dict) -> None:
+        for name, item in v.items():
+            if not declared(name):
+                try:
+                    check(item)
+                except Failure as failure:
+                    failure.tokens.append(name)
+                    raise
+
+    return check_additional
+
+
+def _names(names: frozenset) -> str:
+    shown = sorted(names)[:20]
+    text = ", ".join(f'"{n}"' for n in shown)
+    return (text + ", …") if len(names) > 20 else (text or "none")
+
+
+# --- annotations ---------------------------------------------------------------
+
+
+def compile_string_annotation(value: Any, site: Site) -> None:
+    site.string(value)
+    return None
+
+
+def compile_default(value: Any, site: Site) -> None:
+    # Never validated against the schema and never inserted: only required to be JSON.
+    site.json_value(value)
+    return None
+
+
+# --- any-type assertions ---------------------------------------------------------
+
+
+def compile_enum(value: Any, site: Site) -> Check:
+    choices = site.array(value)
+    for i, choice in enumerate(choices):
+        site.json_value(choice, i)
+    keys = frozenset(equality_key(c) for c in choices)
+    path = site.path
+    shown = ", ".join(describe(c, limit=30) for c in choices[:10]) + (", …" if len(choices) > 10 else "")
+
+    def check_enum(v: Any) -> None:
+        t = type(v)
+        key = v if (t is str or t is int or t is float or v is None) else equality_key(v)
+        if key not in keys:
+            raise Invalid("enum", path, f"{describe(v)} is not one of the allowed values: {shown}" if choices
+                          else "no value is allowed here (the enum is empty)")
+
+    return check_enum
+
+
+# --- numbers -----------------------------------------------------------------
+
+
+def compile_minimum(value: Any, site: Site) -> Check:
+    bound, path = site.number(value), site.path
+
+    def check_minimum(v: int | float) -> None:
+        if v < bound:
+            raise Invalid("minimum", path, f"{describe(v)} is less than the minimum of {describe(bound)}")
+
+    return check_minimum
+
+
+def compile_maximum(value: Any, site: Site) -> Check:
+    bound, path = site.number(value), site.path
+
+    def check_maximum(v: int | float) -> None:
+        if v > bound:
+            raise Invalid("maximum", path, f"{describe(v)} is greater than the maximum of {describe(bound)}")
+
+    return check_maximum
+
+
+# --- strings -----------------------------------------------------------------
+
+
+def compile_min_length(value: Any, site: Site) -> Check | None:
+    bound, path = site.count(value), site.path
+    if bound == 0:
+        return None
+
+    def check_min_length(v: str) -> None:
+        # Python's len() counts code points, which is what JSON Schema counts.
+        if len(v) < bound:
+            raise Invalid("minLength", path, f"{describe(v)} is shorter than {bound} character{'s' * (bound != 1)}")
+
+    return check_min_length
+
+
+def compile_pattern_keyword(value: Any, site: Site) -> Check:
+    source = site.string(value)
+    try:
+        matches = compile_pattern(source, extended=site.dialect == EXTENDED)
+    except PatternError as exc:
+        raise site.fail(exc.kind, f"pattern {describe(source)}: {exc.message}") from None
+    path = site.path
+
+    def check_pattern(v: str) -> None:
+        try:
+            if matches(v):
+                return
+        except PatternTimeout:
+            raise Exhausted(
+                "pattern", path,
+                f"matching {describe(v)} against the pattern {describe(source)} exceeded the work limit; "
+                "the value could not be checked (send a shorter or simpler value)",
+            ) from None
+        raise Invalid("pattern", path, f"{describe(v)} does not match the pattern {describe(source)}")
+
+    return check_pattern
+
+
+# --- arrays ----------------------------------------------------------------------
+
+
+def compile_items(value: Any, site: Site) -> Check:
+    if type(value) is list:
+        raise site.unsupported("tuple-style items (an array of schemas) are outside the subset; use one schema")
+    check = site.sub(value)
+
+    def check_items(v: list) -> None:
+        for index, item in enumerate(v):
+            try:
+                check(item)
+            except Failure as failure:
+                failure.tokens.append(index)
+                raise
+
+    return check_items
+
+
+def compile_min_items(value: Any, site: Site) -> Check | None:
+    bound, path = site.count(value), site.path
+    if bound == 0:
+        return None
+
+    def check_min_items(v: list) -> None:
+        if len(v) < bound:
+            raise Invalid("minItems", path, f"{describe(v)} has fewer than {bound} item{'s' * (bound != 1)}")
+
+    return check_min_items
+
+
+def compile_max_items(value: Any, site: Site) -> Check:
+    bound, path = site.count(value), site.path
+
+    def check_max_items(v: list) -> None:
+        if len(v) > bound:
+            raise Invalid("maxItems", path, f"{describe(v)} has more than {bound} item{'s' * (bound != 1)}")
+
+    return check_max_items
+
+
+# --- composition ---------------------------------------------------------------
+
+
+def _branches(value: Any, site: Site) -> tuple[Check, ...]:
+    return tuple(site.sub(branch, i) for i, branch in enumerate(site.array(value, non_empty=True)))
+
+
+def compile_one_of(value: Any, site: Site) -> Check:
+    branches, path = _branches(value, site), site.path
+    n = len(branches)
+
+    def check_one_of(v: Any) -> None:
+        matched: list[int] = []
+        failures: list[Invalid] = []
+        for i, branch in enumerate(branches):
+            try:
+                branch(v)
+            except Invalid as failure:  # Exhausted propagates: it is not a mismatch
+                failures.append(failure)
+                continue
+            matched.append(i)
+            if len(matched) > 1:
+                raise Invalid(
+                    "oneOf", path,
+                    f"{describe(v)} matches more than one of the {n} alternatives (at least {matched[0]} and {matched[1]}); "
+                    "it must match exactly one",
+                )
+        if not matched:
+            raise Invalid("oneOf", path, f"{describe(v)} matches none of the {n} alternatives (exactly one must match):",
+                          failures)
+
+    return check_one_of
+
+
+def compile_any_of(value: Any, site: Site) -> Check:
+    if "oneOf" in site.schema and site.dialect == CONTRACT:
+        raise site.unsupported("oneOf and anyOf in the same schema object are outside the subset")
+    branches, path = _branches(value, site), site.path
+    n = len(branches)
+
+    def check_any_of(v: Any) -> None:
+        failures: list[Invalid] = []
+        for branch in branches:
+            try:
+                branch(v)
+                return
+            except Invalid as failure:
+                failures.append(failure)
+        raise Invalid("anyOf", path, f"{describe(v)} matches none of the {n} alternatives (at least one must match):",
+                      failures)
+
+    return check_any_of
+
+
+def compile_not(value: Any, site: Site) -> Check:
+    check, path = site.sub(value), site.path
+
+    def check_not(v: Any) -> None:
+        try:
+            check(v)
+        except Invalid:
+            return
+        raise Invalid("not", path, f"{describe(v)} must not match the schema at {path}")
+
+    return check_not
+
+
+# --- the table -------------------------------------------------------------------
+# Rows in the contract's order. A keyword outside this table is unsupported.
+
+KEYWORDS: dict[str, Keyword] = {
+    row.name: row
+    for row in (
+        Keyword("type", compile_type, "type"),
+        Keyword("properties", compile_properties, "object"),
+        Keyword("required", compile_required, "object"),
+        Keyword("additionalProperties", compile_additional_properties, "object"),
+        Keyword("additional_properties", compile_additional_properties, "object"),
+        Keyword("description", compile_string_annotation, None),
+        Keyword("default", compile_default, None),
+        Keyword("format", compile_string_annotation, None),
+        Keyword("contentEncoding", compile_string_annotation, None),
+        Keyword("$schema", compile_string_annotation, None),
+        Keyword("x-mcp-header", compile_string_annotation, None),
+        Keyword("enum", compile_enum, "any"),
+        Keyword("minimum", compile_minimum, "number"),
+        Keyword("maximum", compile_maximum, "number"),
+        Keyword("minLength", compile_min_length, "string"),
+        Keyword("pattern", compile_pattern_keyword, "string"),
+        Keyword("items", compile_items, "array"),
+        Keyword("minItems", compile_min_items, "array"),
+        Keyword("maxItems", compile_max_items, "array"),
+        Keyword("oneOf", compile_one_of, "any"),
+        Keyword("anyOf", compile_any_of, "any"),
+        Keyword("not", compile_not, "any"),
+    )
+}
