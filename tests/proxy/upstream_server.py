@@ -1,0 +1,168 @@
+"""An MCP server (on the SDK's lowlevel Server, over stdio) for the proxy's end-to-end tests.
+
+It records every tools/call it receives as one JSON line in $UPSTREAM_RECORD,
+so a test can prove that a rejected call never reached it. Environment:
+  UPSTREAM_RECORD     file to append records to (start, calls, cancellations)
+  UPSTREAM_PAGE_SIZE  tools per tools/list page (0: one page)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import warnings
+
+import anyio
+import mcp_types as types
+from mcp.server.lowlevel.server import NotificationOptions, Server
+from mcp.server.stdio import stdio_server
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+warnings.simplefilter("ignore")  # the deprecated logging API is exercised on purpose
+
+RECORD = os.environ.get("UPSTREAM_RECORD")
+PAGE_SIZE = int(os.environ.get("UPSTREAM_PAGE_SIZE", "0"))
+HARD_PATTERN = "^(([a-z])+.)+[A-Z]([a-z])+$"  # catastrophic backtracking on "aaaa…"
+STATE = {"mutable_revision": 1}
+
+
+def record(entry: dict) -> None:
+    if RECORD:
+        with open(RECORD, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(entry) + "\n")
+
+
+def obj(properties: dict, required: list[str] | None = None, **extra) -> dict:
+    schema = {"type": "object", "properties": properties, **extra}
+    if required:
+        schema["required"] = required
+    return schema
+
+
+def tools() -> list[types.Tool]:
+    mutable = {"type": "integer"} if STATE["mutable_revision"] == 1 else {"type": "string"}
+    specs = [
+        ("echo", obj({"text": {"type": "string", "minLength": 1}}, ["text"], additionalProperties=False)),
+        ("add", obj({"a": {"type": "integer"}, "b": {"type": "integer"}}, ["a", "b"])),
+        ("titled", obj({"x": {"type": "string"}}, title="Titled")),
+        ("regex", obj({"s": {"type": "string", "pattern": HARD_PATTERN}}, ["s"])),
+        ("slow", obj({"steps": {"type": "integer", "minimum": 1, "maximum": 1000}}, ["steps"])),
+        ("ask", obj({"question": {"type": "string"}}, ["question"])),
+        ("mutable", obj({"x": mutable}, ["x"])),
+        ("flip", obj({})),
+        ("noargs", {"type": "object"}),
+    ]
+    return [types.Tool(name=n, description=f"test tool {n}", input_schema=s) for n, s in specs]
+
+
+def text(value: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=value)])
+
+
+async def list_tools(ctx, params) -> types.ListToolsResult:
+    listed = tools()
+    if PAGE_SIZE <= 0:
+        return types.ListToolsResult(tools=listed)
+    start = int(params.cursor) if params is not None and params.cursor else 0
+    page = listed[start : start + PAGE_SIZE]
+    more = start + PAGE_SIZE < len(listed)
+    return types.ListToolsResult(tools=page, next_cursor=str(start + PAGE_SIZE) if more else None)
+
+
+async def call_tool(ctx, params: types.CallToolRequestParams):
+    name, args = params.name, params.arguments
+    record({"event": "call", "name": name, "arguments": args, "id": ctx.request_id})
+    args = args or {}
+    modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+    if name == "echo":
+        return text(args["text"])
+    if name == "add":
+        return text(str(args["a"] + args["b"]))
+    if name == "mutable":
+        return text(f"mutable got {args['x']!r}")
+    if name == "noargs":
+        return text("noargs ok")
+    if name == "flip":
+        STATE["mutable_revision"] = 2 if STATE["mutable_revision"] == 1 else 1
+        await ctx.session.send_tool_list_changed()
+        return text(f"mutable is now revision {STATE['mutable_revision']}")
+    if name == "slow":
+        try:
+            for step in range(1, args["steps"] + 1):
+                await ctx.session.report_progress(step, args["steps"], f"step {step}")
+                await ctx.session.send_log_message("info", {"step": step}, logger="upstream")
+                await anyio.sleep(0.05)
+        except anyio.get_cancelled_exc_class():
+            record({"event": "cancelled", "name": name, "id": ctx.request_id})
+            raise
+        return text(f"slow done after {args['steps']} steps")
+    if name == "ask":
+        schema = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+        if not modern:
+            answer = await ctx.session.elicit_form(args["question"], schema, related_request_id=ctx.request_id)
+            return text(f"elicited {answer.action}: {json.dumps(answer.content)}")
+        responses = params.input_responses or {}
+        if "confirm" not in responses:
+            return types.InputRequiredResult(
+                result_type="input_required",
+                input_requests={
+                    "confirm": types.ElicitRequest(
+                        params=types.ElicitRequestFormParams(message=args["question"], requested_schema=schema)
+                    )
+                },
+            )
+        answer = responses["confirm"]
+        return text(f"elicited {answer.action}: {json.dumps(answer.content)}")
+    return text(f"{name} called")
+
+
+async def list_resources(ctx, params) -> types.ListResourcesResult:
+    return types.ListResourcesResult(resources=[types.Resource(uri="test://greeting", name="greeting")])
+
+
+async def read_resource(ctx, params) -> types.ReadResourceResult:
+    return types.ReadResourceResult(
+        contents=[types.TextResourceContents(uri=str(params.uri), text="hello from upstream", mime_type="text/plain")]
+    )
+
+
+async def list_prompts(ctx, params) -> types.ListPromptsResult:
+    return types.ListPromptsResult(prompts=[types.Prompt(name="greet", description="a greeting")])
+
+
+async def get_prompt(ctx, params) -> types.GetPromptResult:
+    return types.GetPromptResult(
+        messages=[types.PromptMessage(role="user", content=types.TextContent(type="text", text="say hi"))]
+    )
+
+
+async def set_level(ctx, params) -> types.EmptyResult:
+    return types.EmptyResult()
+
+
+def build() -> Server:
+    return Server(
+        "proxy-test-upstream",
+        version="1.0.0",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_read_resource=read_resource,
+        on_list_prompts=list_prompts,
+        on_get_prompt=get_prompt,
+        on_set_logging_level=set_level,
+    )
+
+
+async def main() -> None:
+    record({"event": "start", "pid": os.getpid()})
+    server = build()
+    options = server.create_initialization_options(NotificationOptions(tools_changed=True))
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, options)
+
+
+if __name__ == "__main__":
+    print("upstream test server starting", file=sys.stderr)
+    anyio.run(main)
