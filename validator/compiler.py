@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from .errors import UNSUPPORTED, VALIDATION, InputSchemaError, pointer
-from .failures import Failure
+from urllib.parse import unquote
+
+from .errors import EXECUTION_FAILURE, UNSUPPORTED, VALIDATION, InputSchemaError, pointer
+from .failures import Exhausted, Failure, Invalid
 from .json_values import NotJson, check_json, describe
 from .keywords import CONTRACT, EXTENDED, KEYWORDS, Keyword
+from .patterns import PatternError, PatternTimeout, compile_pattern
 from .site import Check, Site
 
 DIALECTS = (CONTRACT, EXTENDED)
@@ -35,6 +38,13 @@ def _accept(value: Any) -> None:
     return None
 
 
+# Keywords that may stand beside a draft-07 $ref without changing its meaning.
+_REF_NEUTRAL = frozenset({
+    "$ref", "$defs", "definitions", "title", "description", "default", "examples", "$comment",
+    "deprecated", "readOnly", "writeOnly", "$schema", "$id",
+})
+
+
 class DeclaredNames(frozenset):
     """Property names a schema declares; calling it asks whether a name is declared."""
 
@@ -46,6 +56,46 @@ class DeclaredNames(frozenset):
         return self
 
 
+class DeclaredByPattern:
+    """Declared names plus patternProperties: a name is declared if listed or matched."""
+
+    __slots__ = ("names", "patterns")
+
+    def __init__(self, names: frozenset, patterns: tuple) -> None:
+        self.names = names
+        self.patterns = patterns
+
+    def __call__(self, name: str) -> bool:
+        if name in self.names:
+            return True
+        for matches in self.patterns:
+            if matches(name):
+                return True
+        return False
+
+
+class Cell:
+    """A schema location compiled once and shared by every $ref to it.
+
+    ``edges`` are the cells this one reaches by $ref *in place* (without the
+    value descending into a child): a cycle of those would recurse forever.
+    """
+
+    __slots__ = ("key", "check", "baseline", "edges")
+
+    def __init__(self, key: tuple, baseline: int) -> None:
+        self.key = key
+        self.check: Check | None = None
+        self.baseline = baseline
+        self.edges: list[tuple[tuple, str]] = []
+
+    def deferred(self) -> Check:
+        def check_deferred(v: Any) -> None:
+            self.check(v)  # type: ignore[misc]  # set before any validation runs
+
+        return check_deferred
+
+
 class Compiler:
     """Turns schema objects into checks for one dialect."""
 
@@ -55,6 +105,10 @@ class Compiler:
         self.dialect = dialect
         self.table = {name: row for name, row in table.items() if dialect in row.dialects}
         self.unavailable = {name for name, row in table.items() if dialect not in row.dialects}
+        self.document: Any = None
+        self.cells: dict[tuple, Cell] = {}
+        self.open_cells: list[Cell] = []
+        self.descents = 0  # how many value-descending keywords enclose the current compile
 
     def _error(self, kind: str, tokens: tuple, keyword: str, text: str) -> InputSchemaError:
         location = pointer(tokens)
@@ -70,9 +124,114 @@ class Compiler:
                     UNSUPPORTED, ("type",), "type",
                     f'a tool schema root must declare "type": "object"; this one has {what}',
                 )
-        return self.node(schema, (), 0)
+        self.document = schema
+        check = self.cell(schema, (), 0)
+        self._refuse_in_place_cycles()
+        return check
+
+    def sub(self, schema: Any, tokens: tuple, depth: int, descend: bool) -> Check:
+        if not descend:
+            return self.node(schema, tokens, depth)
+        self.descents += 1
+        try:
+            return self.node(schema, tokens, depth)
+        finally:
+            self.descents -= 1
+
+    def cell(self, schema: Any, tokens: tuple, depth: int) -> Check:
+        """Compile the schema at ``tokens`` once; later references share it."""
+        known = self.cells.get(tokens)
+        if known is not None:
+            return known.check or known.deferred()
+        cell = self.cells[tokens] = Cell(tokens, self.descents)
+        self.open_cells.append(cell)
+        try:
+            cell.check = self.node(schema, tokens, depth)
+        finally:
+            self.open_cells.pop()
+        return cell.check
+
+    def ref(self, reference: str, site: Site) -> Check:
+        """A local $ref: "#", or "#" + a JSON Pointer (percent-decoded) into this document."""
+        if not reference.startswith("#"):
+            raise site.unsupported(f"the non-local $ref {describe(reference)} is not supported (references are never fetched)")
+        fragment = unquote(reference[1:])
+        if fragment and not fragment.startswith("/"):
+            raise site.unsupported(f"the anchor reference {describe(reference)} is not supported (no $anchor)")
+        draft = self.document.get("$schema") if isinstance(self.document, Mapping) else None
+        if type(draft) is str and any(d in draft for d in ("draft-04", "draft-06", "draft-07")):
+            siblings = [k for k in site.schema if k not in _REF_NEUTRAL]
+            if siblings:
+                raise site.unsupported(
+                    f"in {draft} a $ref ignores its sibling keywords ({', '.join(siblings)}); "
+                    "enforcing or dropping them would both change the schema's meaning"
+                )
+        tokens: list[str | int] = []
+        target = self.document
+        for raw in fragment.split("/")[1:] if fragment else ():
+            token = raw.replace("~1", "/").replace("~0", "~")
+            if isinstance(target, Mapping) and token in target:
+                target = target[token]
+            elif type(target) is list and token.isdigit() and int(token) < len(target):
+                target = target[int(token)]
+            else:
+                raise site.malformed(f"the $ref {describe(reference)} does not resolve inside this schema")
+            tokens.append(token)
+        key = tuple(tokens)
+        holder = self.open_cells[-1]
+        if self.descents == holder.baseline:
+            holder.edges.append((key, site.path))
+        return self.cell(target, key, site.depth + 1)
+
+    def _refuse_in_place_cycles(self) -> None:
+        state: dict[tuple, int] = {}  # 1 = on the DFS path, 2 = finished
+
+        def visit(key: tuple) -> None:
+            state[key] = 1
+            for target, where in self.cells[key].edges:
+                if state.get(target) == 1:
+                    raise self._error(
+                        UNSUPPORTED, tuple(where.split("/")[1:]), "$ref",
+                        "this $ref cycles back to the same value without descending into it; "
+                        "validating it would never terminate",
+                    )
+                if target not in state:
+                    visit(target)
+            state[key] = 2
+
+        for key in list(self.cells):
+            if key not in state:
+                visit(key)
+
+    def name_pattern(self, source: Any, site: Site, *more: str | int) -> Any:
+        """A patternProperties name predicate; a timeout becomes an execution failure."""
+        if type(source) is not str:
+            raise site.malformed("patternProperties keys must be strings")
+        try:
+            matches = compile_pattern(source, extended=self.dialect == EXTENDED)
+        except PatternError as exc:
+            raise site.fail(exc.kind, f"pattern {describe(source)}: {exc.message}", *more) from None
+        path = pointer(site.tokens + more)
+
+        def matches_name(name: str) -> bool:
+            try:
+                return matches(name)
+            except PatternTimeout:
+                raise Exhausted("patternProperties", path,
+                                f"matching the property name {describe(name)} exceeded the work limit") from None
+
+        return matches_name
 
     def node(self, schema: Any, tokens: tuple, depth: int) -> Check:
+        if type(schema) is bool and self.dialect == EXTENDED:
+            if schema:
+                return _accept
+            path = pointer(tokens)
+
+            def check_false(v: Any) -> None:
+                raise Invalid("false", path, f"{describe(v)} is not allowed here (the schema is false)")
+
+            return check_false
         if type(schema) is bool:
             raise self._error(
                 UNSUPPORTED, tokens, "",
@@ -112,9 +271,15 @@ class Compiler:
                     specific.setdefault(t, []).append(check)
         return _combine(leading, {t: _sequence(cs) for t, cs in specific.items()}, trailing)
 
-    def declared_properties(self, schema: Mapping) -> DeclaredNames:
+    def declared_properties(self, site: Site) -> DeclaredNames | DeclaredByPattern:
+        schema = site.schema
         props = schema.get("properties")
-        return DeclaredNames(props if isinstance(props, Mapping) else ())
+        names = DeclaredNames(props if isinstance(props, Mapping) else ())
+        patterns = schema.get("patternProperties") if self.dialect == EXTENDED else None
+        if not isinstance(patterns, Mapping) or not patterns:
+            return names
+        site = site.sibling("patternProperties")
+        return DeclaredByPattern(frozenset(names), tuple(self.name_pattern(p, site, p) for p in patterns))
 
 
 def _sequence(checks: list[Check]) -> Check:
@@ -188,6 +353,11 @@ class CompiledSchema:
             self._check(arguments)
         except Failure as failure:
             raise failure.to_error() from None
+        except RecursionError:
+            # Bounded depths make this unreachable from a shallow caller; a deep one still gets a value.
+            raise InputSchemaError(
+                EXECUTION_FAILURE, "arguments: the value nests too deeply to validate here", keyword=""
+            ) from None
 
     def is_valid(self, arguments: Any) -> bool:
         """True or False; an execution failure still raises, since it is not an answer."""

@@ -116,7 +116,7 @@ def compile_required(value: Any, site: Site) -> Check | None:
 def compile_additional_properties(value: Any, site: Site) -> Check | None:
     if value is True:
         return None
-    declared = site.compiler.declared_properties(site.schema)
+    declared = site.compiler.declared_properties(site)
     path, keyword = site.path, site.keyword
     if value is False:
         names = declared.names
@@ -252,16 +252,30 @@ def compile_pattern_keyword(value: Any, site: Site) -> Check:
 
 def compile_items(value: Any, site: Site) -> Check:
     if type(value) is list:
-        raise site.unsupported("tuple-style items (an array of schemas) are outside the subset; use one schema")
+        hint = "; use prefixItems" if site.dialect == EXTENDED else "; use one schema"
+        raise site.unsupported(f"tuple-style items (an array of schemas) are outside the {site.dialect} dialect{hint}")
     check = site.sub(value)
+    prefix = site.schema.get("prefixItems") if site.dialect == EXTENDED else None
+    # In 2020-12, items applies only to the elements after prefixItems.
+    start = len(prefix) if type(prefix) is list else 0
 
     def check_items(v: list) -> None:
-        for index, item in enumerate(v):
+        for index in range(start, len(v)):
             try:
-                check(item)
+                check(v[index])
             except Failure as failure:
                 failure.tokens.append(index)
                 raise
+
+    if start == 0:
+
+        def check_items(v: list) -> None:  # noqa: F811  (the common case, without index arithmetic)
+            for index, item in enumerate(v):
+                try:
+                    check(item)
+                except Failure as failure:
+                    failure.tokens.append(index)
+                    raise
 
     return check_items
 
@@ -356,7 +370,12 @@ def compile_not(value: Any, site: Site) -> Check:
 
 
 # --- the table -------------------------------------------------------------------
-# Rows in the contract's order. A keyword outside this table is unsupported.
+# The contract's rows first, in the contract's order; then the extended dialect's.
+# A keyword outside the rows of a dialect is unsupported in that dialect.
+
+from . import extended as x  # noqa: E402  (extended compile functions build on the helpers above)
+
+_EXT = frozenset({EXTENDED})
 
 KEYWORDS: dict[str, Keyword] = {
     row.name: row
@@ -383,5 +402,38 @@ KEYWORDS: dict[str, Keyword] = {
         Keyword("oneOf", compile_one_of, "any"),
         Keyword("anyOf", compile_any_of, "any"),
         Keyword("not", compile_not, "any"),
+        # extended dialect: enforced with JSON Schema 2020-12 semantics
+        Keyword("const", x.compile_const, "any", _EXT),
+        Keyword("allOf", x.compile_all_of, "any", _EXT),
+        Keyword("maxLength", x.compile_max_length, "string", _EXT),
+        Keyword("exclusiveMinimum", x.compile_exclusive_minimum, "number", _EXT),
+        Keyword("exclusiveMaximum", x.compile_exclusive_maximum, "number", _EXT),
+        Keyword("multipleOf", x.compile_multiple_of, "number", _EXT),
+        Keyword("uniqueItems", x.compile_unique_items, "array", _EXT),
+        Keyword("minProperties", x.compile_min_properties, "object", _EXT),
+        Keyword("maxProperties", x.compile_max_properties, "object", _EXT),
+        Keyword("propertyNames", x.compile_property_names, "object", _EXT),
+        Keyword("patternProperties", x.compile_pattern_properties, "object", _EXT),
+        Keyword("dependentRequired", x.compile_dependent_required, "object", _EXT),
+        Keyword("dependentSchemas", x.compile_dependent_schemas, "object", _EXT),
+        Keyword("prefixItems", x.compile_prefix_items, "array", _EXT),
+        Keyword("contains", x.compile_contains, "array", _EXT),
+        Keyword("minContains", x.compile_contains_bound, None, _EXT),
+        Keyword("maxContains", x.compile_contains_bound, None, _EXT),
+        Keyword("if", x.compile_if, "any", _EXT),
+        Keyword("then", x.compile_then_else, None, _EXT),
+        Keyword("else", x.compile_then_else, None, _EXT),
+        Keyword("$ref", x.compile_ref, "any", _EXT),
+        Keyword("$defs", x.compile_defs, None, _EXT),
+        Keyword("definitions", x.compile_defs, None, _EXT),
+        # extended dialect: annotations, accepted and never asserted
+        Keyword("title", compile_string_annotation, None, _EXT),
+        Keyword("$comment", compile_string_annotation, None, _EXT),
+        Keyword("contentMediaType", compile_string_annotation, None, _EXT),
+        Keyword("examples", x.compile_examples, None, _EXT),
+        Keyword("deprecated", x.compile_boolean_annotation, None, _EXT),
+        Keyword("readOnly", x.compile_boolean_annotation, None, _EXT),
+        Keyword("writeOnly", x.compile_boolean_annotation, None, _EXT),
+        Keyword("$id", x.compile_id, None, _EXT),
     )
 }

@@ -28,6 +28,7 @@ from typing import Callable
 
 import regex
 
+from .ecmascript import ASSERTIONS, CLASS_ESCAPES, CONTROL_ESCAPES, MAX_CODE_POINT, code_point, ranges_text
 from .errors import UNSUPPORTED, VALIDATION
 
 MAX_PATTERN_BYTES = 1024
@@ -86,33 +87,95 @@ def _literal(ch: str) -> str:
     return "\\" + ch if ch in _PUNCTUATION or ch == " " else ch
 
 
-def _escaped(ch: str, at: int) -> str:
-    """The literal character that ``\\ch`` stands for; only ASCII punctuation may be escaped."""
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+def _hex_digits(source: str, i: int, count: int, at: int) -> int:
+    digits = source[i:i + count]
+    if len(digits) != count or not all(d in _HEX for d in digits):
+        raise _malformed(f"the escape at offset {at} needs {count} hex digits")
+    return int(digits, 16)
+
+
+def _escape(source: str, i: int, *, in_class: bool, extended: bool) -> tuple[str, object, int]:
+    """Read the escape at source[i] == '\\'.
+
+    Returns (form, payload, next index): ("char", code point, j), ("set", ranges, j)
+    or ("assert", regex text, j). The contract dialect admits only escaped ASCII
+    punctuation; the extended dialect adds ECMAScript's common escapes with their
+    exact ECMAScript meaning.
+    """
+    n = len(source)
+    if i + 1 >= n:
+        raise _malformed("the pattern ends with a lone backslash")
+    ch = source[i + 1]
+    if ch in _PUNCTUATION:
+        return "char", ord(ch), i + 2
+    if extended:
+        if ch in CLASS_ESCAPES:
+            return "set", CLASS_ESCAPES[ch], i + 2
+        if ch in CONTROL_ESCAPES:
+            return "char", CONTROL_ESCAPES[ch], i + 2
+        if ch == "b":
+            return ("char", 0x08, i + 2) if in_class else ("assert", ASSERTIONS["b"], i + 2)
+        if ch == "B":
+            if in_class:
+                raise _malformed(f"\\B at offset {i} is not allowed inside a class")
+            return "assert", ASSERTIONS["B"], i + 2
+        if ch == "0" and not (i + 2 < n and source[i + 2].isdigit()):
+            return "char", 0, i + 2
+        if ch == "x":
+            return "char", _hex_digits(source, i + 2, 2, i), i + 4
+        if ch == "u":
+            if source.startswith("{", i + 2):
+                close = source.find("}", i + 3)
+                digits = source[i + 3:close] if close != -1 else ""
+                if not digits or not all(d in _HEX for d in digits) or int(digits, 16) > MAX_CODE_POINT:
+                    raise _malformed(f"the escape at offset {i} is not a valid \\u{{…}} code point")
+                return "char", int(digits, 16), close + 1
+            cp = _hex_digits(source, i + 2, 4, i)
+            # In Unicode mode an escaped surrogate pair is one code point.
+            if 0xD800 <= cp <= 0xDBFF and source.startswith("\\u", i + 6):
+                try:
+                    low = _hex_digits(source, i + 8, 4, i + 6)
+                except PatternError:
+                    low = -1
+                if 0xDC00 <= low <= 0xDFFF:
+                    return "char", 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00), i + 12
+            return "char", cp, i + 6
     if ch.isascii() and ch.isdigit():
         what = "the null escape \\0" if ch == "0" else f"the backreference \\{ch}"
-        raise _unsupported(f"{what} at offset {at} is outside the portable subset")
+        raise _unsupported(f"{what} at offset {i} is outside the portable subset")
     if ch.isascii() and ch.isalpha():
         what = _LETTER_ESCAPES.get(ch, f"the escape \\{ch}")
-        raise _unsupported(f"{what} at offset {at} is outside the portable subset")
-    if ch not in _PUNCTUATION:
-        raise _unsupported(
-            f"escaping {ch!r} at offset {at} is outside the portable subset (only ASCII punctuation may be escaped)"
-        )
-    return ch
+        hint = "" if extended or ch not in _EXTENDED_ESCAPES else " (the extended dialect supports it)"
+        raise _unsupported(f"{what} at offset {i} is outside the portable subset{hint}")
+    raise _unsupported(
+        f"escaping {ch!r} at offset {i} is outside the portable subset (only ASCII punctuation may be escaped)"
+    )
+
+
+_EXTENDED_ESCAPES = frozenset("dDwWsSbBtnvfrxu")
 
 
 def _class_char(ch: str) -> str:
     return "\\" + ch if ch in _PUNCTUATION or ch == " " else ch
 
 
-def _scan_class(source: str, i: int) -> tuple[str, int]:
+def _escaped_char(cp: int) -> str:
+    ch = chr(cp)
+    return "\\" + ch if ch in _PUNCTUATION else code_point(cp)
+
+
+def _scan_class(source: str, i: int, extended: bool) -> tuple[str, int]:
     """Translate the class opening at source[i] == '['; return (regex text, index after its ']')."""
     start, n = i, len(source)
     i += 1
     negated = i < n and source[i] == "^"
     if negated:
         i += 1
-    atoms: list[tuple[str, bool]] = []  # (character, was escaped)
+    # ("c", text, code point, escaped) for one character, ("s", ranges) for a class escape.
+    atoms: list[tuple] = []
     while True:
         if i >= n:
             raise _malformed(f"the character class opened at offset {start} is never closed")
@@ -127,12 +190,10 @@ def _scan_class(source: str, i: int) -> tuple[str, int]:
                     f"the POSIX class {source[i:close + 2]} at offset {i} is outside the portable subset"
                 )
         if ch == "\\":
-            if i + 1 >= n:
-                raise _malformed("the pattern ends with a lone backslash")
-            atoms.append((_escaped(source[i + 1], i), True))
-            i += 2
+            form, payload, i = _escape(source, i, in_class=True, extended=extended)
+            atoms.append(("s", payload) if form == "set" else ("c", _escaped_char(payload), payload, True))
         else:
-            atoms.append((ch, False))
+            atoms.append(("c", _class_char(ch), ord(ch), False))
             i += 1
     if not atoms:
         # ECMAScript: [] matches nothing, [^] matches any character.
@@ -142,15 +203,17 @@ def _scan_class(source: str, i: int) -> tuple[str, int]:
     # An unescaped '-' between two atoms forms a range; at either end, or right
     # after a range, it is a literal (ECMAScript's ClassRanges grammar).
     while k < len(atoms):
-        lo = atoms[k][0]
-        if k + 2 < len(atoms) and atoms[k + 1] == ("-", False):
-            hi = atoms[k + 2][0]
-            if ord(lo) > ord(hi):
-                raise _malformed(f"the range {lo}-{hi} in the class at offset {start} is out of order")
-            parts.append(_class_char(lo) + "-" + _class_char(hi))
+        atom = atoms[k]
+        if k + 2 < len(atoms) and atoms[k + 1] == ("c", "\\-", 0x2D, False):
+            other = atoms[k + 2]
+            if atom[0] == "s" or other[0] == "s":
+                raise _malformed(f"a class escape cannot be a range endpoint (class at offset {start})")
+            if atom[2] > other[2]:
+                raise _malformed(f"the range {chr(atom[2])}-{chr(other[2])} in the class at offset {start} is out of order")
+            parts.append(atom[1] + "-" + other[1])
             k += 3
         else:
-            parts.append(_class_char(lo))
+            parts.append(ranges_text(atom[1]) if atom[0] == "s" else atom[1])
             k += 1
     parts.append("]")
     return "".join(parts), i
@@ -177,13 +240,15 @@ def translate(source: str, *, extended: bool = False) -> str:
     while i < n:
         ch = source[i]
         if ch == "\\":
-            if i + 1 >= n:
-                raise _malformed("the pattern ends with a lone backslash")
-            out.append(_literal(_escaped(source[i + 1], i)))
-            i += 2
+            form, payload, i = _escape(source, i, in_class=False, extended=extended)
+            if form == "assert":
+                out.append(payload)
+                last = None
+                continue
+            out.append(_escaped_char(payload) if form == "char" else f"[{ranges_text(payload)}]")
             size, last = size + 1, 1
         elif ch == "[":
-            text, i = _scan_class(source, i)
+            text, i = _scan_class(source, i, extended)
             out.append(text)
             size, last = size + 1, 1
         elif ch == ".":

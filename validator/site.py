@@ -13,6 +13,10 @@ if TYPE_CHECKING:
 
 Check = Callable[[Any], None]
 
+# Keywords that apply their subschemas to the same value rather than to a part of
+# it. A $ref cycle made only of these would never terminate (see Compiler.cell).
+IN_PLACE = frozenset({"allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas", "$ref"})
+
 
 class Site:
     """One keyword occurrence: ``schema[keyword]`` at schema location ``tokens``."""
@@ -48,7 +52,11 @@ class Site:
 
     def sub(self, schema: Any, *more: str | int) -> Check:
         """Compile a subschema found at ``schema[keyword][more...]``."""
-        return self.compiler.node(schema, self.tokens + more, self.depth + 1)
+        return self.compiler.sub(schema, self.tokens + more, self.depth + 1, self.keyword not in IN_PLACE)
+
+    def sibling(self, keyword: str) -> "Site":
+        """The Site of another keyword of the same schema object (then/else beside if, …)."""
+        return Site(self.schema, keyword, self.tokens[:-1] + (keyword,), self.compiler, self.depth)
 
     # Shapes that several keywords share. Each raises a `validation` error naming the keyword.
 

@@ -1,0 +1,321 @@
+"""Compile functions for the extended dialect: the 2020-12 keywords real MCP servers emit.
+
+Each keyword is enforced with JSON Schema 2020-12 semantics, never stripped.
+They register in the same table as the contract's keywords (see keywords.py),
+marked as extended-only, so the contract dialect is unchanged bit for bit.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any, Mapping
+
+from .failures import Failure, Invalid
+from .json_values import describe, equality_key
+from .site import Check, Site
+
+_ANNOTATION_KEYS = frozenset({
+    "title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly",
+    "$comment", "format", "contentEncoding", "contentMediaType", "$schema", "x-mcp-header",
+})
+
+
+# --- const, allOf -------------------------------------------------------------------
+
+
+def compile_const(value: Any, site: Site) -> Check:
+    key, path, shown = equality_key(site.json_value(value)), site.path, describe(value)
+
+    def check_const(v: Any) -> None:
+        if equality_key(v) != key:
+            raise Invalid("const", path, f"{describe(v)} is not the required value {shown}")
+
+    return check_const
+
+
+def compile_all_of(value: Any, site: Site) -> Check:
+    branches = tuple(site.sub(b, i) for i, b in enumerate(site.array(value, non_empty=True)))
+
+    def check_all_of(v: Any) -> None:
+        for branch in branches:
+            branch(v)  # the first failing branch explains itself, with its own schema path
+
+    return check_all_of
+
+
+# --- numbers and strings ---------------------------------------------------------------
+
+
+def compile_max_length(value: Any, site: Site) -> Check:
+    bound, path = site.count(value), site.path
+
+    def check_max_length(v: str) -> None:
+        if len(v) > bound:
+            raise Invalid("maxLength", path, f"{describe(v)} is longer than {bound} character{'s' * (bound != 1)}")
+
+    return check_max_length
+
+
+def compile_exclusive_minimum(value: Any, site: Site) -> Check:
+    if type(value) is bool:
+        raise site.unsupported("boolean exclusiveMinimum is draft-04 syntax; use a numeric exclusiveMinimum")
+    bound, path = site.number(value), site.path
+
+    def check_exclusive_minimum(v: int | float) -> None:
+        if v <= bound:
+            raise Invalid("exclusiveMinimum", path, f"{describe(v)} must be greater than {describe(bound)}")
+
+    return check_exclusive_minimum
+
+
+def compile_exclusive_maximum(value: Any, site: Site) -> Check:
+    if type(value) is bool:
+        raise site.unsupported("boolean exclusiveMaximum is draft-04 syntax; use a numeric exclusiveMaximum")
+    bound, path = site.number(value), site.path
+
+    def check_exclusive_maximum(v: int | float) -> None:
+        if v >= bound:
+            raise Invalid("exclusiveMaximum", path, f"{describe(v)} must be less than {describe(bound)}")
+
+    return check_exclusive_maximum
+
+
+def _exact(number: int | float) -> int | Fraction:
+    # A float means the decimal it was written as (0.1 is one tenth, not the nearest binary fraction).
+    return number if type(number) is int else Fraction(Decimal(repr(number)))
+
+
+def compile_multiple_of(value: Any, site: Site) -> Check:
+    divisor = site.number(value)
+    if divisor <= 0:
+        raise site.malformed(f"multipleOf must be greater than 0, not {describe(divisor)}")
+    exact, path = _exact(divisor), site.path
+
+    def check_multiple_of(v: int | float) -> None:
+        if type(v) is int and type(exact) is int:
+            if v % exact == 0:
+                return
+        elif Fraction(_exact(v)) / exact % 1 == 0:
+            return
+        raise Invalid("multipleOf", path, f"{describe(v)} is not a multiple of {describe(divisor)}")
+
+    return check_multiple_of
+
+
+# --- objects -------------------------------------------------------------------------
+
+
+def compile_min_properties(value: Any, site: Site) -> Check | None:
+    bound, path = site.count(value), site.path
+    if bound == 0:
+        return None
+
+    def check_min_properties(v: dict) -> None:
+        if len(v) < bound:
+            raise Invalid("minProperties", path, f"the object has fewer than {bound} properties")
+
+    return check_min_properties
+
+
+def compile_max_properties(value: Any, site: Site) -> Check:
+    bound, path = site.count(value), site.path
+
+    def check_max_properties(v: dict) -> None:
+        if len(v) > bound:
+            raise Invalid("maxProperties", path, f"the object has more than {bound} properties ({len(v)})")
+
+    return check_max_properties
+
+
+def compile_property_names(value: Any, site: Site) -> Check:
+    check, path = site.sub(value), site.path
+
+    def check_property_names(v: dict) -> None:
+        for name in v:
+            try:
+                check(name)
+            except Invalid as failure:
+                raise Invalid("propertyNames", path, f"the property name {describe(name)} is not allowed:", [failure]) from None
+
+    return check_property_names
+
+
+def compile_pattern_properties(value: Any, site: Site) -> Check | None:
+    if not isinstance(value, Mapping):
+        raise site.malformed(f"patternProperties must be an object mapping patterns to schemas, not {describe(value)}")
+    rules = tuple((site.compiler.name_pattern(source, site, source), site.sub(schema, source))
+                  for source, schema in value.items())
+    if not rules:
+        return None
+
+    def check_pattern_properties(v: dict) -> None:
+        for name, item in v.items():
+            for matches, check in rules:
+                if matches(name):
+                    try:
+                        check(item)
+                    except Failure as failure:
+                        failure.tokens.append(name)
+                        raise
+
+    return check_pattern_properties
+
+
+def compile_dependent_required(value: Any, site: Site) -> Check | None:
+    if not isinstance(value, Mapping):
+        raise site.malformed(f"dependentRequired must be an object, not {describe(value)}")
+    rules = []
+    for name, needed in value.items():
+        if type(needed) is not list or any(type(n) is not str for n in needed):
+            raise site.malformed("each dependentRequired entry must be an array of property names", name)
+        if needed:
+            rules.append((name, tuple(needed)))
+    path = site.path
+
+    def check_dependent_required(v: dict) -> None:
+        for name, needed in rules:
+            if name in v:
+                for other in needed:
+                    if other not in v:
+                        raise Invalid("dependentRequired", path, f'property "{other}" is required when "{name}" is present')
+
+    return check_dependent_required if rules else None
+
+
+def compile_dependent_schemas(value: Any, site: Site) -> Check | None:
+    if not isinstance(value, Mapping):
+        raise site.malformed(f"dependentSchemas must be an object, not {describe(value)}")
+    rules = tuple((name, site.sub(schema, name)) for name, schema in value.items())
+
+    def check_dependent_schemas(v: dict) -> None:
+        for name, check in rules:
+            if name in v:
+                check(v)
+
+    return check_dependent_schemas if rules else None
+
+
+# --- arrays --------------------------------------------------------------------------
+
+
+def compile_prefix_items(value: Any, site: Site) -> Check:
+    checks = tuple(site.sub(schema, i) for i, schema in enumerate(site.array(value, non_empty=True)))
+
+    def check_prefix_items(v: list) -> None:
+        for index, (item, check) in enumerate(zip(v, checks)):
+            try:
+                check(item)
+            except Failure as failure:
+                failure.tokens.append(index)
+                raise
+
+    return check_prefix_items
+
+
+def compile_unique_items(value: Any, site: Site) -> Check | None:
+    if type(value) is not bool:
+        raise site.malformed(f"uniqueItems must be true or false, not {describe(value)}")
+    if not value:
+        return None
+    path = site.path
+
+    def check_unique_items(v: list) -> None:
+        seen: dict = {}
+        for index, item in enumerate(v):
+            first = seen.setdefault(equality_key(item), index)
+            if first != index:
+                raise Invalid("uniqueItems", path, f"items {first} and {index} are equal; all items must be unique")
+
+    return check_unique_items
+
+
+def compile_contains(value: Any, site: Site) -> Check | None:
+    check, path = site.sub(value), site.path
+    low = site.sibling("minContains").count(site.schema["minContains"]) if "minContains" in site.schema else 1
+    high = site.sibling("maxContains").count(site.schema["maxContains"]) if "maxContains" in site.schema else None
+
+    def check_contains(v: list) -> None:
+        count = 0
+        for item in v:
+            try:
+                check(item)
+            except Invalid:
+                continue
+            count += 1
+        if count < low:
+            raise Invalid("contains", path, f"{describe(v)} has {count} item(s) matching the contains schema; at least {low} required")
+        if high is not None and count > high:
+            raise Invalid("maxContains", path, f"{describe(v)} has {count} items matching the contains schema; at most {high} allowed")
+
+    return check_contains
+
+
+def compile_contains_bound(value: Any, site: Site) -> None:
+    site.count(value)  # enforced by compile_contains; without contains it has no effect
+    return None
+
+
+# --- conditionals ----------------------------------------------------------------------
+
+
+def compile_if(value: Any, site: Site) -> Check | None:
+    condition = site.sub(value)
+    then = site.sibling("then").sub(site.schema["then"]) if "then" in site.schema else None
+    otherwise = site.sibling("else").sub(site.schema["else"]) if "else" in site.schema else None
+    if then is None and otherwise is None:
+        return None
+
+    def check_if(v: Any) -> None:
+        try:
+            condition(v)
+        except Invalid:
+            if otherwise is not None:
+                otherwise(v)
+            return
+        if then is not None:
+            then(v)
+
+    return check_if
+
+
+def compile_then_else(value: Any, site: Site) -> None:
+    if "if" not in site.schema:
+        site.sub(value)  # without if it has no effect, but the complete schema is still preflighted
+    return None
+
+
+# --- references ----------------------------------------------------------------------
+
+
+def compile_ref(value: Any, site: Site) -> Check:
+    return site.compiler.ref(site.string(value), site)
+
+
+def compile_defs(value: Any, site: Site) -> None:
+    if not isinstance(value, Mapping):
+        raise site.malformed(f"{site.keyword} must be an object mapping names to schemas, not {describe(value)}")
+    for name, schema in value.items():
+        site.compiler.cell(schema, site.tokens + (name,), site.depth + 1)
+    return None
+
+
+def compile_id(value: Any, site: Site) -> None:
+    site.string(value)
+    if site.tokens != ("$id",):
+        raise site.unsupported("$id below the root changes the base URI for $ref; only a root $id is supported")
+    return None
+
+
+# --- annotations ------------------------------------------------------------------------
+
+
+def compile_boolean_annotation(value: Any, site: Site) -> None:
+    if type(value) is not bool:
+        raise site.malformed(f"{site.keyword} must be true or false, not {describe(value)}")
+    return None
+
+
+def compile_examples(value: Any, site: Site) -> None:
+    site.json_value(site.array(value))
+    return None
