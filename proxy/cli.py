@@ -8,6 +8,7 @@ import inspect
 import json
 import logging
 import os
+import signal
 import sys
 from typing import Any
 
@@ -130,6 +131,31 @@ def main(argv: list[str] | None = None) -> int:
     return anyio.run(serve, command, args, _compiler(args.dialect))
 
 
+async def _run_until_signal(relay: Any) -> int:
+    """Run the relay; on SIGTERM/SIGINT/SIGHUP stop it so the upstream is shut down properly, not orphaned."""
+    status = 0
+    async with anyio.create_task_group() as tg:
+
+        async def watch() -> None:
+            nonlocal status
+            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+                async for signum in signals:
+                    print(f"mcp-schema-gate: received signal {signum}, stopping the upstream server",
+                          file=sys.stderr, flush=True)
+                    status = 128 + signum
+                    tg.cancel_scope.cancel()
+                    return
+
+        async def relay_then_stop() -> None:
+            nonlocal status
+            status = await relay.run()
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(watch)
+        tg.start_soon(relay_then_stop)
+    return status
+
+
 async def serve(command: list[str], args: Any, compile_schema: Any) -> int:
     from proxy.gate import AuditLog, Gate
     from proxy.guard import GuardHooks
@@ -144,14 +170,14 @@ async def serve(command: list[str], args: Any, compile_schema: Any) -> int:
             try:
                 async with upstream_stdio(command, cwd=args.cwd) as upstream:
                     relay = Relay(client, upstream, hooks)
-                    status = await relay.run()
+                    status = await _run_until_signal(relay)
             except OSError as exc:
                 print(f"mcp-schema-gate: cannot start {command[0]!r}: {exc}", file=sys.stderr, flush=True)
                 return 127
     finally:
         if audit is not None:
             audit.close()
-    if status:
+    if status and relay.upstream_gone:
         print(f"mcp-schema-gate: exiting: {relay.upstream_gone}; requests in flight were answered with errors",
               file=sys.stderr, flush=True)
     return status

@@ -117,7 +117,10 @@ class AuditLog:
                 schemaPath=rejection.problem.schema_path,
                 keyword=rejection.problem.keyword,
             )
-        entry["message"] = rejection.message
+        # Validation messages quote the offending values, so they are argument
+        # data too; without --audit-arguments only value-free messages are kept.
+        if self._include_arguments or rejection.kind in ("unsupported_capability", "unknown_tool", "invalid_params"):
+            entry["message"] = rejection.message
         if self._include_arguments:
             entry["arguments"] = rejection.arguments
         self._file.write(json.dumps(entry, default=repr) + "\n")

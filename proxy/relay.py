@@ -81,10 +81,10 @@ class Relay:
 
     async def to_client(self, message: SessionMessage) -> None:
         """Send a message of the proxy's own (a reply) to the client."""
+        await self._client_write.send(message)
         inner = message.message
         if isinstance(inner, types.JSONRPCResponse | types.JSONRPCError) and inner.id is not None:
-            self.forget(inner.id)
-        await self._client_write.send(message)
+            self.forget(inner.id)  # only now: forgetting the last one may end the session
 
     async def to_upstream(self, message: SessionMessage) -> None:
         await self._upstream_write.send(message)
@@ -166,6 +166,11 @@ class Relay:
             inner = item.message
             if isinstance(inner, types.JSONRPCRequest):
                 self._unanswered[id_key(inner.id)] = inner.id
+            elif isinstance(inner, types.JSONRPCNotification) and inner.method == "notifications/cancelled":
+                # A cancelled request may legitimately never be answered; do not
+                # hold the shutdown drain open for it.
+                if isinstance(inner.params, dict) and "requestId" in inner.params:
+                    self.forget(inner.params["requestId"])
             if self._hooks is not None and await self._hooks.from_client(self, item):
                 continue
             await self._upstream_write.send(item)

@@ -90,7 +90,15 @@ async def client_stdio(stdin_fd: int = 0, stdout_fd: int = 1) -> AsyncIterator[t
                 if item is not None:
                     await read_send.send(item)
 
+    writer_done = anyio.Event()
+
     async def stdout_writer() -> None:
+        try:
+            await _write_all()
+        finally:
+            writer_done.set()
+
+    async def _write_all() -> None:
         async with write_recv:
             async for message in write_recv:
                 data = (dump(message) + "\n").encode()
@@ -107,7 +115,11 @@ async def client_stdio(stdin_fd: int = 0, stdout_fd: int = 1) -> AsyncIterator[t
             try:
                 yield read_recv, write_send
             finally:
-                # The reader may sit in a read that only EOF would end; cancel it.
+                # Let replies already handed over reach the client, then stop;
+                # the reader may sit in a read that only EOF would end.
+                write_send.close()
+                with anyio.move_on_after(2, shield=True):
+                    await writer_done.wait()
                 tg.cancel_scope.cancel()
     finally:
         if writer is not None:

@@ -72,7 +72,6 @@ async def list_tools(ctx, params) -> types.ListToolsResult:
 
 async def call_tool(ctx, params: types.CallToolRequestParams):
     name, args = params.name, params.arguments
-    record({"event": "call", "name": name, "arguments": args, "id": ctx.request_id})
     args = args or {}
     modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
     if name == "echo":
@@ -141,8 +140,19 @@ async def set_level(ctx, params) -> types.EmptyResult:
     return types.EmptyResult()
 
 
+async def record_traffic(ctx, call_next):
+    """Middleware: note every tools/call (raw, before any validation) and every notification."""
+    if ctx.request_id is None:
+        record({"event": "notification", "method": ctx.method, "params": ctx.params})
+    elif ctx.method == "tools/call":
+        params = dict(ctx.params or {})
+        record({"event": "call", "name": params.get("name"), "arguments": params.get("arguments"),
+                "has_arguments": "arguments" in params, "id": ctx.request_id})
+    return await call_next(ctx)
+
+
 def build() -> Server:
-    return Server(
+    server = Server(
         "proxy-test-upstream",
         version="1.0.0",
         on_list_tools=list_tools,
@@ -153,10 +163,12 @@ def build() -> Server:
         on_get_prompt=get_prompt,
         on_set_logging_level=set_level,
     )
+    server.middleware.append(record_traffic)
+    return server
 
 
 async def main() -> None:
-    record({"event": "start", "pid": os.getpid()})
+    record({"event": "start", "pid": os.getpid(), "marker": os.environ.get("PROXY_TEST_MARKER")})
     server = build()
     options = server.create_initialization_options(NotificationOptions(tools_changed=True))
     async with stdio_server() as (read_stream, write_stream):

@@ -1,0 +1,173 @@
+"""The proxy driven with hand-written JSON lines: what a well-behaved SDK client never sends.
+
+Malformed JSON, odd id types, malformed tools/call params, late cancellations,
+the upstream dying mid-call, the client leaving, and what goes to stdout/stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.proxy.conftest import calls, pid_alive, raw_proxy, records, wait_until
+
+
+def is_reply_to(request_id):
+    return lambda m: "method" not in m and "id" in m and type(m["id"]) is type(request_id) and m["id"] == request_id
+
+
+async def test_malformed_json_is_answered_and_the_session_goes_on(record: Path) -> None:
+    async with raw_proxy(record) as session:
+        await session.send('{"jsonrpc": "2.0", "id": 1, "method": ')
+        reply = await session.receive()
+        assert reply["error"]["code"] == -32700 and reply["id"] is None
+        await session.send("[1, 2, 3]")
+        reply = await session.receive()
+        assert reply["error"]["code"] == -32600 and reply["id"] is None
+        await session.initialize()
+        reply = await session.request(1, "tools/call", {"name": "echo", "arguments": {"text": "ok"}})
+        assert reply["result"]["content"][0]["text"] == "ok"
+
+
+async def test_odd_request_ids_are_each_answered_exactly_once(record: Path) -> None:
+    big = 2**70
+    async with raw_proxy(record) as session:
+        await session.initialize()
+        # "7" and 7 are distinct requests (the SDK dispatcher would coerce them to one).
+        for request_id, text in (("7", "string seven"), (7, "integer seven"), (big, "big")):
+            await session.send(
+                {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                 "params": {"name": "echo", "arguments": {"text": text}}}
+            )
+        # Ids the SDK parser would silently turn into a notification.
+        for raw in ('{"jsonrpc":"2.0","id":1.0,"method":"tools/list"}',
+                    '{"jsonrpc":"2.0","id":true,"method":"tools/list"}',
+                    '{"jsonrpc":"2.0","id":null,"method":"tools/list"}'):
+            await session.send(raw)
+        replies = []
+        with anyio.fail_after(15):
+            while len(replies) < 6:
+                message = await session.receive()
+                if "method" not in message:
+                    replies.append(message)
+        assert (await session.request("last", "ping"))["result"] == {}  # and nothing else came first
+        by_id = [(type(m["id"]).__name__, m["id"]) for m in replies]
+        assert sorted(by_id, key=repr) == sorted(
+            [("str", "7"), ("int", 7), ("int", big), ("float", 1.0), ("NoneType", None), ("NoneType", None)], key=repr
+        )
+        texts = {(type(m["id"]).__name__, m["id"]): m.get("result", {}).get("content", [{}])[0].get("text")
+                 for m in replies if "result" in m}
+        assert texts == {("str", "7"): "string seven", ("int", 7): "integer seven", ("int", big): "big"}
+        for m in replies:
+            if "error" in m:
+                assert m["error"]["code"] == -32600
+    assert sorted(c["arguments"]["text"] for c in calls(record)) == ["big", "integer seven", "string seven"]
+
+
+@pytest.mark.parametrize(
+    "params",
+    [None, [1, 2], {"arguments": {}}, {"name": 5}, {"name": "echo", "arguments": [1]}, {"name": "echo", "arguments": None}],
+    ids=["null", "array", "no-name", "name-not-string", "arguments-array", "arguments-null"],
+)
+async def test_malformed_tools_call_params_are_invalid_params(record: Path, params) -> None:
+    async with raw_proxy(record) as session:
+        await session.initialize()
+        message = {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": params}
+        reply = await session.request(9, "tools/call", params) if params is not None else None
+        if reply is None:
+            await session.send(message)
+            reply, _ = await session.receive_until(is_reply_to(9))
+        assert reply["error"]["code"] == -32602, reply
+    assert calls(record) == []
+
+
+async def test_late_cancellation_of_a_gate_answered_call_is_dropped(record: Path) -> None:
+    async with raw_proxy(record) as session:
+        await session.initialize()
+        reply = await session.request(5, "tools/call", {"name": "echo", "arguments": {"text": ""}})
+        assert reply["result"]["isError"] is True
+        await session.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}})
+        await session.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 6}})
+        assert (await session.request(7, "ping"))["result"] == {}
+    cancelled = [r["params"]["requestId"] for r in records(record, "notification")
+                 if r["method"] == "notifications/cancelled"]
+    assert cancelled == [6]  # 5 was answered by the gate: the upstream never heard of it
+
+
+async def test_upstream_killed_mid_call_answers_in_flight_requests_and_exits(record: Path) -> None:
+    async with raw_proxy(record) as session:
+        await session.initialize()
+        await session.send({"jsonrpc": "2.0", "id": 41, "method": "tools/call",
+                            "params": {"name": "slow", "arguments": {"steps": 500}, "_meta": {"progressToken": "p"}}})
+        await session.receive_until(lambda m: m.get("method") == "notifications/progress")
+        pid = records(record, "start")[0]["pid"]
+        os.kill(pid, signal.SIGKILL)
+        reply, _ = await session.receive_until(is_reply_to(41))
+        assert reply["error"]["code"] == -32603
+        with anyio.fail_after(10):
+            status = await session.process.wait()
+        assert status != 0
+    assert b"upstream server closed the connection" in session.stderr
+    assert not pid_alive(pid)
+
+
+async def test_client_closing_stdin_stops_the_upstream(record: Path) -> None:
+    async with raw_proxy(record) as session:
+        await session.initialize()
+        assert (await session.request(1, "ping"))["result"] == {}
+        pid = records(record, "start")[0]["pid"]
+        await session.process.stdin.aclose()
+        with anyio.fail_after(10):
+            status = await session.process.wait()
+        assert status == 0
+    assert wait_until(lambda: not pid_alive(pid), timeout=5)
+
+
+async def test_requests_sent_before_the_client_leaves_are_still_answered(record: Path) -> None:
+    """A piped batch (`printf ... | mcp-schema-gate -- server`) gets all its answers."""
+    async with raw_proxy(record) as session:
+        await session.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "pipe", "version": "0"}}})
+        await session.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        await session.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                            "params": {"name": "echo", "arguments": {"text": "accepted"}}})
+        await session.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                            "params": {"name": "echo", "arguments": {"text": ""}}})
+        await session.process.stdin.aclose()
+        replies = {}
+        with anyio.fail_after(15):
+            while len(replies) < 3:
+                message = await session.receive()
+                replies[message["id"]] = message
+        assert replies[1]["result"]["content"][0]["text"] == "accepted"
+        assert replies[2]["result"]["isError"] is True
+
+
+async def test_environment_stderr_and_audit_log(record: Path, tmp_path: Path) -> None:
+    audit = tmp_path / "audit.jsonl"
+    async with raw_proxy(record, "--audit-log", str(audit), PROXY_TEST_MARKER="passed-through") as session:
+        await session.initialize()
+        await session.request(1, "tools/call", {"name": "add", "arguments": {"a": "secret-value", "b": 1}})
+        await session.request(2, "tools/call", {"name": "nope", "arguments": {}})
+    assert records(record, "start")[0]["marker"] == "passed-through"  # the child got our environment
+    assert b"upstream test server starting" in session.stderr  # the child's stderr is ours
+    assert b"9 tools listed, 1 unsupported" in session.stderr
+    assert b"titled: unsupported_capability: title at /title" in session.stderr
+    lines = [json.loads(line) for line in audit.read_text().splitlines()]
+    assert [(e["requestId"], e["tool"], e["kind"]) for e in lines] == [(1, "add", "validation"), (2, "nope", "unknown_tool")]
+    assert lines[0]["instancePath"] == "/a" and lines[0]["schemaPath"] == "/properties/a/type"
+    assert "secret-value" not in audit.read_text()
+
+
+async def test_audit_arguments_records_values(record: Path, tmp_path: Path) -> None:
+    audit = tmp_path / "audit.jsonl"
+    async with raw_proxy(record, "--audit-log", str(audit), "--audit-arguments") as session:
+        await session.initialize()
+        await session.request(1, "tools/call", {"name": "add", "arguments": {"a": "secret-value", "b": 1}})
+    (entry,) = [json.loads(line) for line in audit.read_text().splitlines()]
+    assert entry["arguments"] == {"a": "secret-value", "b": 1}
