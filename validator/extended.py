@@ -168,17 +168,17 @@ def compile_dependent_required(value: Any, site: Site) -> Check | None:
     rules = []
     for name, needed in value.items():
         if type(needed) is not list or any(type(n) is not str for n in needed):
-            raise site.malformed("each dependentRequired entry must be an array of property names", name)
+            raise site.malformed(f"each {site.keyword} entry must be an array of property names", name)
         if needed:
             rules.append((name, tuple(needed)))
-    path = site.path
+    path, keyword = site.path, site.keyword
 
     def check_dependent_required(v: dict) -> None:
         for name, needed in rules:
             if name in v:
                 for other in needed:
                     if other not in v:
-                        raise Invalid("dependentRequired", path, f'property "{other}" is required when "{name}" is present')
+                        raise Invalid(keyword, path, f'property "{other}" is required when "{name}" is present')
 
     return check_dependent_required if rules else None
 
@@ -194,6 +194,26 @@ def compile_dependent_schemas(value: Any, site: Site) -> Check | None:
                 check(v)
 
     return check_dependent_schemas if rules else None
+
+
+def compile_dependencies(value: Any, site: Site) -> Check | None:
+    """draft-07's dependencies: an array means dependentRequired, a schema dependentSchemas."""
+    if not isinstance(value, Mapping):
+        raise site.malformed(f"dependencies must be an object, not {describe(value)}")
+    needed = {n: d for n, d in value.items() if type(d) is list}
+    schemas = {n: d for n, d in value.items() if type(d) is not list}
+    checks = [c for c in (compile_dependent_required(needed, site), compile_dependent_schemas(schemas, site)) if c]
+    if not checks:
+        return None
+    if len(checks) == 1:
+        return checks[0]
+    first, second = checks
+
+    def check_dependencies(v: dict) -> None:
+        first(v)
+        second(v)
+
+    return check_dependencies
 
 
 # --- arrays --------------------------------------------------------------------------
@@ -313,6 +333,12 @@ def compile_id(value: Any, site: Site) -> None:
 def compile_boolean_annotation(value: Any, site: Site) -> None:
     if type(value) is not bool:
         raise site.malformed(f"{site.keyword} must be true or false, not {describe(value)}")
+    return None
+
+
+def compile_content_schema(value: Any, site: Site) -> None:
+    # An annotation in 2020-12 (it describes decoded content); still preflighted like any schema.
+    site.sub(value)
     return None
 
 

@@ -416,6 +416,7 @@ KEYWORDS: dict[str, Keyword] = {
         Keyword("patternProperties", x.compile_pattern_properties, "object", _EXT),
         Keyword("dependentRequired", x.compile_dependent_required, "object", _EXT),
         Keyword("dependentSchemas", x.compile_dependent_schemas, "object", _EXT),
+        Keyword("dependencies", x.compile_dependencies, "object", _EXT),
         Keyword("prefixItems", x.compile_prefix_items, "array", _EXT),
         Keyword("contains", x.compile_contains, "array", _EXT),
         Keyword("minContains", x.compile_contains_bound, None, _EXT),
@@ -423,6 +424,7 @@ KEYWORDS: dict[str, Keyword] = {
         Keyword("if", x.compile_if, "any", _EXT),
         Keyword("then", x.compile_then_else, None, _EXT),
         Keyword("else", x.compile_then_else, None, _EXT),
+        Keyword("$id", x.compile_id, None, _EXT),  # before $ref: a nested $id would change what $ref means
         Keyword("$ref", x.compile_ref, "any", _EXT),
         Keyword("$defs", x.compile_defs, None, _EXT),
         Keyword("definitions", x.compile_defs, None, _EXT),
@@ -430,10 +432,10 @@ KEYWORDS: dict[str, Keyword] = {
         Keyword("title", compile_string_annotation, None, _EXT),
         Keyword("$comment", compile_string_annotation, None, _EXT),
         Keyword("contentMediaType", compile_string_annotation, None, _EXT),
+        Keyword("contentSchema", x.compile_content_schema, None, _EXT),
         Keyword("examples", x.compile_examples, None, _EXT),
         Keyword("deprecated", x.compile_boolean_annotation, None, _EXT),
         Keyword("readOnly", x.compile_boolean_annotation, None, _EXT),
         Keyword("writeOnly", x.compile_boolean_annotation, None, _EXT),
-        Keyword("$id", x.compile_id, None, _EXT),
     )
 }

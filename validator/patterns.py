@@ -122,6 +122,8 @@ def _escape(source: str, i: int, *, in_class: bool, extended: bool) -> tuple[str
             if in_class:
                 raise _malformed(f"\\B at offset {i} is not allowed inside a class")
             return "assert", ASSERTIONS["B"], i + 2
+        if ch == "c" and i + 2 < n and source[i + 2].isascii() and source[i + 2].isalpha():
+            return "char", ord(source[i + 2]) % 32, i + 3
         if ch == "0" and not (i + 2 < n and source[i + 2].isdigit()):
             return "char", 0, i + 2
         if ch == "x":
@@ -155,7 +157,7 @@ def _escape(source: str, i: int, *, in_class: bool, extended: bool) -> tuple[str
     )
 
 
-_EXTENDED_ESCAPES = frozenset("dDwWsSbBtnvfrxu")
+_EXTENDED_ESCAPES = frozenset("dDwWsSbBtnvfrxuc")
 
 
 def _class_char(ch: str) -> str:

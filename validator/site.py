@@ -15,7 +15,7 @@ Check = Callable[[Any], None]
 
 # Keywords that apply their subschemas to the same value rather than to a part of
 # it. A $ref cycle made only of these would never terminate (see Compiler.cell).
-IN_PLACE = frozenset({"allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas", "$ref"})
+IN_PLACE = frozenset({"allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas", "dependencies", "$ref"})
 
 
 class Site:
