@@ -1,0 +1,262 @@
+#!/usr/bin/env python3
+"""Compatibility of captured real MCP server catalogs with the validator's InputSchema subset.
+
+Preflights every captured tool (``validator.compile``) of every
+``fixtures/catalogs/<server>.json`` and prints one Markdown table: server,
+package@version, protocol, tools, supported, supported share, and the top
+unsupported reasons (the validator reports the *first* offending keyword of a
+tool; reasons are aggregated by keyword, with the schema-path pattern where it
+occurs, property names and array indexes folded to ``*``).
+
+    python scripts/compat_report.py                        # table on stdout
+    python scripts/compat_report.py --write-readme         # also between the README markers
+    python scripts/compat_report.py --update-expectations  # regenerate fixtures/catalogs/expectations.json
+    python scripts/compat_report.py --dialect extended     # judge with another dialect (issue 6)
+
+``--dialect`` passes ``dialect=`` to ``validator.compile``. Until the validator
+grows that parameter (issue 6) only the default dialect exists: ``--dialect
+contract`` then falls back to ``validator.compile(schema)`` (the contract is the
+default) and any other dialect exits with status 2 and says why.
+
+Importable: ``preflight_outcome(schema, dialect)``, ``load_catalogs()``,
+``compute_outcomes(dialect)`` are used by tests/catalogs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import re
+import sys
+from collections import Counter, defaultdict
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+CATALOG_DIR = REPO / "fixtures" / "catalogs"
+EXPECTATIONS = CATALOG_DIR / "expectations.json"
+README = REPO / "README.md"
+START_MARKER = "<!-- compat:start -->"
+END_MARKER = "<!-- compat:end -->"
+DEFAULT_DIALECT = "contract"
+
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+
+class DialectUnavailable(RuntimeError):
+    """The installed validator cannot judge the requested dialect."""
+
+
+def _compile_accepts_dialect(compile_fn: Any) -> bool:
+    try:
+        params = inspect.signature(compile_fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return "dialect" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
+def compiler(dialect: str | None = None) -> Any:
+    """A one-argument function compiling a schema under ``dialect`` (None = validator default)."""
+    import validator
+
+    if dialect is None:
+        return validator.compile
+    if _compile_accepts_dialect(validator.compile):
+        try:
+            validator.compile({"type": "object"}, dialect=dialect)
+        except TypeError as exc:  # the keyword exists only in a later validator (issue 6)
+            if dialect == DEFAULT_DIALECT:
+                return validator.compile
+            raise DialectUnavailable(f"validator.compile rejected dialect={dialect!r}: {exc}") from exc
+        return lambda schema: validator.compile(schema, dialect=dialect)
+    if dialect == DEFAULT_DIALECT:
+        # Before issue 6 the validator has exactly one dialect, the contract.
+        return validator.compile
+    raise DialectUnavailable(
+        f"validator.compile has no dialect= parameter yet (issue 6); only the default "
+        f"{DEFAULT_DIALECT!r} dialect can be judged"
+    )
+
+
+def preflight_outcome(schema: Any, compile_fn: Any) -> tuple[str | dict[str, str], Any]:
+    """("supported", compiled) or ({"kind", "keyword", "schemaPath"}, None).
+
+    Any exception other than InputSchemaError propagates: that is a crash.
+    """
+    import validator
+
+    try:
+        compiled = compile_fn(schema)
+    except validator.InputSchemaError as err:
+        return {"kind": err.kind, "keyword": err.keyword, "schemaPath": err.schema_path}, None
+    return "supported", compiled
+
+
+def load_catalogs(directory: Path = CATALOG_DIR) -> list[dict[str, Any]]:
+    """Every captured catalog, sorted by server name."""
+    docs = []
+    for path in sorted(directory.glob("*.json")):
+        if path.name == EXPECTATIONS.name:
+            continue
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        if doc.get("server") != path.stem:
+            raise ValueError(f"{path}: 'server' is {doc.get('server')!r}, expected {path.stem!r}")
+        docs.append(doc)
+    return docs
+
+
+def compute_outcomes(dialect: str | None = None, catalogs: list[dict[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
+    compile_fn = compiler(dialect)
+    result: dict[str, dict[str, Any]] = {}
+    for doc in catalogs if catalogs is not None else load_catalogs():
+        result[doc["server"]] = {t["name"]: preflight_outcome(t["inputSchema"], compile_fn)[0] for t in doc["tools"]}
+    return result
+
+
+_PROP = re.compile(r"/(properties|patternProperties|\$defs|definitions|dependentSchemas)/[^/]+")
+_INDEX = re.compile(r"/(\d+)(?=/|$)")
+
+
+def path_pattern(schema_path: str) -> str:
+    """Fold property names and array indexes so paths of one kind aggregate."""
+    folded = _PROP.sub(lambda m: f"/{m.group(1)}/*", schema_path)
+    return _INDEX.sub("/*", folded) or "/"
+
+
+def reasons(outcomes: Mapping[str, Any]) -> Counter[tuple[str, str]]:
+    """Counter of (keyword, path pattern) over unsupported tools."""
+    counter: Counter[tuple[str, str]] = Counter()
+    for outcome in outcomes.values():
+        if outcome != "supported":
+            counter[(outcome["keyword"], path_pattern(outcome["schemaPath"]))] += 1
+    return counter
+
+
+def format_reasons(counter: Counter[tuple[str, str]], top: int = 3) -> str:
+    by_keyword: dict[str, Counter[str]] = defaultdict(Counter)
+    for (keyword, pattern), n in counter.items():
+        by_keyword[keyword][pattern] += n
+    ranked = sorted(by_keyword.items(), key=lambda kv: (-sum(kv[1].values()), kv[0]))
+    parts = []
+    for keyword, patterns in ranked[:top]:
+        pattern, _ = sorted(patterns.items(), key=lambda kv: (-kv[1], kv[0]))[0]
+        more = f" +{len(patterns) - 1} paths" if len(patterns) > 1 else ""
+        parts.append(f"`{keyword}` ×{sum(patterns.values())} (at `{pattern}`{more})")
+    if len(ranked) > top:
+        parts.append(f"+{len(ranked) - top} more")
+    return "; ".join(parts) if parts else "—"
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def render_table(catalogs: list[dict[str, Any]], outcomes: Mapping[str, Mapping[str, Any]], dialect: str) -> str:
+    lines = [
+        f"Dialect: `{dialect}`. Generated by `scripts/compat_report.py` from `fixtures/catalogs/` "
+        "(re-captured with `scripts/capture_catalog.py --all`). A tool's reason is the first keyword "
+        "the preflight rejects; reasons are aggregated by keyword (property names and indexes folded to `*`).",
+        "",
+        "| server | package@version | registry | protocol | tools | supported | share | top unsupported reasons |",
+        "| --- | --- | --- | --- | ---: | ---: | ---: | --- |",
+    ]
+    total_tools = total_supported = 0
+    all_reasons: Counter[tuple[str, str]] = Counter()
+    for doc in catalogs:
+        server_outcomes = outcomes[doc["server"]]
+        n = len(doc["tools"])
+        ok = sum(1 for o in server_outcomes.values() if o == "supported")
+        total_tools += n
+        total_supported += ok
+        rs = reasons(server_outcomes)
+        all_reasons.update(rs)
+        share = f"{100 * ok / n:.0f}%" if n else "—"
+        lines.append(
+            f"| {doc['server']} | `{_md_escape(doc['package'])}@{doc['version']}` | {doc['registry']} | "
+            f"{doc['protocolVersion']} | {n} | {ok} | {share} | {_md_escape(format_reasons(rs))} |"
+        )
+    share = f"{100 * total_supported / total_tools:.1f}%" if total_tools else "—"
+    lines.append(
+        f"| **all {len(catalogs)} servers** | | | | **{total_tools}** | **{total_supported}** | **{share}** | "
+        f"{_md_escape(format_reasons(all_reasons, top=5))} |"
+    )
+    lines += ["", "Unsupported tools by first rejected keyword (all servers):", ""]
+    lines += ["| keyword | tools | most common schema path | kind |", "| --- | ---: | --- | --- |"]
+    kinds: dict[str, Counter[str]] = defaultdict(Counter)
+    for server_outcomes in outcomes.values():
+        for o in server_outcomes.values():
+            if o != "supported":
+                kinds[o["keyword"]][o["kind"]] += 1
+    by_keyword: dict[str, Counter[str]] = defaultdict(Counter)
+    for (keyword, pattern), n in all_reasons.items():
+        by_keyword[keyword][pattern] += n
+    for keyword, patterns in sorted(by_keyword.items(), key=lambda kv: (-sum(kv[1].values()), kv[0])):
+        pattern, _ = sorted(patterns.items(), key=lambda kv: (-kv[1], kv[0]))[0]
+        kind = ", ".join(k for k, _ in kinds[keyword].most_common())
+        lines.append(f"| `{_md_escape(keyword)}` | {sum(patterns.values())} | `{_md_escape(pattern)}` | {kind} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_readme(table: str, readme: Path = README) -> None:
+    text = readme.read_text(encoding="utf-8")
+    block = f"{START_MARKER}\n{table}{END_MARKER}"
+    if START_MARKER in text and END_MARKER in text:
+        head, rest = text.split(START_MARKER, 1)
+        _, tail = rest.split(END_MARKER, 1)
+        text = head + block + tail
+    else:
+        section = (
+            "\n## Compatibility with real servers\n\n"
+            "Tool catalogs of published MCP servers are captured into `fixtures/catalogs/` "
+            "and preflighted against the subset.\n\n" + block + "\n"
+        )
+        text = text.rstrip("\n") + "\n" + section
+    readme.write_text(text, encoding="utf-8")
+
+
+def load_expectations(path: Path = EXPECTATIONS) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def write_expectations(dialect: str, outcomes: Mapping[str, Any], path: Path = EXPECTATIONS) -> None:
+    data: dict[str, Any] = load_expectations(path) if path.exists() else {}
+    data.setdefault(
+        "_comment",
+        "Preflight outcome of every captured tool, per dialect: 'supported' or the InputSchemaError "
+        "(kind, keyword, schemaPath). Checked by tests/catalogs; regenerate deliberately with "
+        "scripts/compat_report.py --update-expectations [--dialect D].",
+    )
+    data.setdefault("dialects", {})[dialect] = {s: dict(sorted(o.items())) for s, o in sorted(outcomes.items())}
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dialect", choices=["contract", "extended"], default=None,
+                        help="pass dialect= to validator.compile (default: the validator's default, the contract)")
+    parser.add_argument("--write-readme", action="store_true", help=f"write the table between {START_MARKER} and {END_MARKER} in README.md")
+    parser.add_argument("--update-expectations", action="store_true", help="rewrite fixtures/catalogs/expectations.json for this dialect")
+    args = parser.parse_args(argv)
+    try:
+        catalogs = load_catalogs()
+        outcomes = compute_outcomes(args.dialect, catalogs)
+    except DialectUnavailable as exc:
+        print(f"compat_report: {exc}", file=sys.stderr)
+        return 2
+    dialect = args.dialect or DEFAULT_DIALECT
+    table = render_table(catalogs, outcomes, dialect)
+    sys.stdout.write(table)
+    if args.write_readme:
+        write_readme(table)
+        print(f"compat_report: wrote {README.relative_to(REPO)}", file=sys.stderr)
+    if args.update_expectations:
+        write_expectations(dialect, outcomes)
+        print(f"compat_report: wrote {EXPECTATIONS.relative_to(REPO)} [{dialect}]", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

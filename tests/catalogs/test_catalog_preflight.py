@@ -1,0 +1,153 @@
+"""Captured real-server catalogs: shape, and the preflight outcome of every tool.
+
+Every tool of every ``fixtures/catalogs/<server>.json`` is preflighted with
+``validator.compile`` under each dialect recorded in
+``fixtures/catalogs/expectations.json``; it must not crash, must finish in
+bounded time, and must give exactly the recorded outcome ("supported", or the
+InputSchemaError's kind, keyword and schemaPath). A changed outcome fails: if
+the change is intended, regenerate the file deliberately with
+``scripts/compat_report.py --update-expectations [--dialect D]`` and review the diff.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import time
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from catalog_support import CATALOG_DIR, load_script
+
+compat = load_script("compat_report")
+capture = load_script("capture_catalog")
+
+CATALOGS = compat.load_catalogs()
+EXPECTATIONS = compat.load_expectations()
+DIALECTS = sorted(EXPECTATIONS["dialects"])
+
+PER_TOOL_SECONDS = 1.0  # measured bound on one compile
+HARD_TIMEOUT_SECONDS = 10  # SIGALRM guard: a hang fails the test instead of the run
+
+MIN_SERVERS = 12
+MIN_TOOLS = 250
+
+
+@contextmanager
+def hard_timeout(seconds: int, what: str):
+    def on_alarm(signum, frame):  # noqa: ARG001
+        raise TimeoutError(f"{what} did not finish within {seconds}s")
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_catalog_corpus_size():
+    servers = len(CATALOGS)
+    tools = sum(len(doc["tools"]) for doc in CATALOGS)
+    registries = {doc["registry"] for doc in CATALOGS}
+    print(f"captured catalogs: {servers} servers, {tools} tools, registries {sorted(registries)}")
+    assert servers >= MIN_SERVERS
+    assert tools >= MIN_TOOLS
+    assert registries == {"npm", "pypi"}
+
+
+@pytest.mark.parametrize("doc", CATALOGS, ids=[d["server"] for d in CATALOGS])
+def test_catalog_fixture_shape(doc: dict[str, Any]):
+    assert set(doc) == {"server", "package", "version", "registry", "protocolVersion", "tools"}
+    assert doc["registry"] in ("npm", "pypi")
+    for key in ("server", "package", "version", "protocolVersion"):
+        assert isinstance(doc[key], str) and doc[key]
+    # The fixture names a manifest entry with the same pinned package, so --all re-creates it.
+    entry = capture.server_entry(doc["server"])
+    assert (entry["package"], entry["version"], entry["registry"]) == (doc["package"], doc["version"], doc["registry"])
+    names = [t["name"] for t in doc["tools"]]
+    assert len(names) == len(set(names)), "duplicate tool names"
+    for tool in doc["tools"]:
+        assert set(tool) == {"name", "inputSchema"}, tool.get("name")
+        assert isinstance(tool["name"], str) and tool["name"]
+        assert isinstance(tool["inputSchema"], dict)
+    # Stored exactly as the capture script writes it (stable diffs on re-capture).
+    text = (CATALOG_DIR / f"{doc['server']}.json").read_text(encoding="utf-8")
+    assert text == json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+def test_every_manifest_server_has_a_fixture():
+    captured = {doc["server"] for doc in CATALOGS}
+    assert set(capture.server_names()) == captured
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_expectations_cover_exactly_the_captured_tools(dialect: str):
+    expected = EXPECTATIONS["dialects"][dialect]
+    captured = {doc["server"]: sorted(t["name"] for t in doc["tools"]) for doc in CATALOGS}
+    assert sorted(expected) == sorted(captured)
+    for server, tools in captured.items():
+        assert sorted(expected[server]) == tools, server
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("doc", CATALOGS, ids=[d["server"] for d in CATALOGS])
+def test_preflight_outcomes_match_expectations(doc: dict[str, Any], dialect: str):
+    compile_fn = compat.compiler(dialect)
+    expected = EXPECTATIONS["dialects"][dialect][doc["server"]]
+    changed: list[str] = []
+    slow: list[str] = []
+    for tool in doc["tools"]:
+        started = time.perf_counter()
+        with hard_timeout(HARD_TIMEOUT_SECONDS, f"compile of {doc['server']}/{tool['name']}"):
+            outcome, _ = compat.preflight_outcome(tool["inputSchema"], compile_fn)
+        elapsed = time.perf_counter() - started
+        if elapsed > PER_TOOL_SECONDS:
+            slow.append(f"{tool['name']}: {elapsed:.2f}s")
+        if outcome != expected.get(tool["name"]):
+            changed.append(f"{tool['name']}: expected {expected.get(tool['name'])!r}, got {outcome!r}")
+    assert not slow, f"preflight slower than {PER_TOOL_SECONDS}s: {slow}"
+    assert not changed, (
+        f"{doc['server']} [{dialect}]: preflight outcome changed for {len(changed)} tool(s) "
+        "(regenerate deliberately with scripts/compat_report.py --update-expectations):\n" + "\n".join(changed)
+    )
+
+
+def test_unsupported_outcomes_name_a_keyword_and_a_pointer():
+    for dialect in DIALECTS:
+        for server, tools in EXPECTATIONS["dialects"][dialect].items():
+            for name, outcome in tools.items():
+                if outcome == "supported":
+                    continue
+                assert set(outcome) == {"kind", "keyword", "schemaPath"}, (server, name)
+                assert outcome["kind"] in ("unsupported_capability", "validation"), (server, name)
+                assert outcome["keyword"], (server, name)
+                assert outcome["schemaPath"] == "" or outcome["schemaPath"].startswith("/"), (server, name)
+
+
+def test_compat_report_renders_every_server():
+    outcomes = compat.compute_outcomes("contract", CATALOGS)
+    table = compat.render_table(CATALOGS, outcomes, "contract")
+    for doc in CATALOGS:
+        assert f"| {doc['server']} |" in table
+    total = sum(len(doc["tools"]) for doc in CATALOGS)
+    assert f"**{total}**" in table
+
+
+def test_readme_compat_section_is_current():
+    """The README table is what compat_report.py renders today (run it with --write-readme)."""
+    readme = (compat.README).read_text(encoding="utf-8")
+    assert "## Compatibility with real servers" in readme
+    assert compat.START_MARKER in readme and compat.END_MARKER in readme
+    block = readme.split(compat.START_MARKER, 1)[1].split(compat.END_MARKER, 1)[0]
+    match = re.search(r"Dialect: `([a-z]+)`", block)
+    assert match, "the README block names no dialect"
+    dialect = match.group(1)
+    outcomes = compat.compute_outcomes(dialect, CATALOGS)
+    assert block.strip() == compat.render_table(CATALOGS, outcomes, dialect).strip(), (
+        "README compatibility table is stale: run scripts/compat_report.py --write-readme"
+    )
