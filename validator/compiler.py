@@ -118,6 +118,14 @@ class Compiler:
         """The tool schema root is object-only: it must declare "type": "object"."""
         if isinstance(schema, Mapping):
             declared = schema.get("type")
+            if declared is None and self.dialect == EXTENDED:
+                # MCP arguments are always an object: a root without "type" (as some servers
+                # publish) is read as "type": "object", which narrows and never drops a constraint.
+                self.document = schema
+                root_type = self.node({"type": "object"}, (), 0)
+                rest = self.cell(schema, (), 0)
+                self._refuse_in_place_cycles()
+                return _sequence([root_type, rest])
             if declared != "object" and declared != ["object"]:
                 what = "no type" if declared is None else f"type {describe(declared)}"
                 raise self._error(

@@ -353,3 +353,13 @@ def test_every_unsupported_reason_in_extended_is_a_value_not_a_crash():
     for schema in ({"$ref": 1}, {"allOf": []}, {"prefixItems": {}}, {"dependentRequired": {"a": "b"}},
                    {"patternProperties": {"(": {}}}, {"contains": 1}, {"if": []}, {"$defs": []}):
         assert schema_error(prop(schema)).kind in (VALIDATION, UNSUPPORTED)
+
+
+def test_extended_reads_a_typeless_root_as_an_object():
+    compiled = compile_ext({"$schema": "http://json-schema.org/draft-07/schema#"})
+    compiled.validate({"anything": [1]})
+    with pytest.raises(InputSchemaError) as caught:
+        compiled.validate([1])
+    assert caught.value.keyword == "type"
+    assert schema_error({"type": "string"}).kind == UNSUPPORTED
+    assert schema_error({"$schema": "x"}, dialect="contract").kind == UNSUPPORTED
