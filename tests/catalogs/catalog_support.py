@@ -229,7 +229,9 @@ class ArgumentStrategies:
         if isinstance(pattern, str):
             try:
                 compiled = re.compile(pattern)
-                base = st.from_regex(compiled, alphabet=_PATTERN_ALPHABET)
+                # Python's `$` also matches before a final "\n", so from_regex may append one;
+                # ECMAScript's does not. Drop it: the match at end of input remains.
+                base = st.from_regex(compiled, alphabet=_PATTERN_ALPHABET).map(lambda s: s.rstrip("\n"))
             except Exception:  # noqa: BLE001 - not a Python regex: fall back to plain ASCII text
                 base = st.text(alphabet=_PATTERN_ALPHABET, max_size=12)
             return base.filter(lambda s: len(s) >= min_len and (max_len is None or len(s) <= max_len)) | st.text(

@@ -1,7 +1,7 @@
 """Every supported captured tool: our validator and jsonschema Draft 2020-12 agree.
 
 For each tool whose preflight outcome is "supported" (per
-``fixtures/catalogs/expectations.json``, for each recorded dialect), hypothesis
+``fixtures/catalogs/expectations.json``, under any recorded dialect), hypothesis
 draws arguments from the tool's own ``inputSchema`` — likely-valid values built
 from the schema and mutations of them that are likely invalid (a required
 property dropped, a value replaced by junk or by a value of a neighbouring type,
@@ -16,7 +16,13 @@ semantics (ours) and Python ``re.search`` (jsonschema's) agree for every
 pattern in the captured catalogs, so a pattern-bearing tool is compared like
 any other rather than skipped.
 
-At least ``EXAMPLES_PER_TOOL`` examples per tool (derandomized, so CI is
+Root rule: ``tools/call`` arguments are a JSON object and the contract keeps the
+tool schema root object-only, so a non-object root must be rejected by our
+validator even when the schema alone (a root without ``type``) would let
+jsonschema accept it; for object roots the verdicts must be identical.
+
+Every dialect that supports the tool judges the same examples. At least
+``EXAMPLES_PER_TOOL`` examples per tool (derandomized, so CI is
 reproducible); each tool must also see both a valid and an invalid example, so
 the agreement is not vacuous.
 """
@@ -44,15 +50,18 @@ EXPECTATIONS = compat.load_expectations()
 
 
 def _supported_cases() -> list[Any]:
+    """One case per tool supported under at least one recorded dialect; each case
+    checks every dialect that supports the tool on the same generated examples."""
     cases = []
-    for dialect in sorted(EXPECTATIONS["dialects"]):
-        outcomes = EXPECTATIONS["dialects"][dialect]
-        for doc in CATALOGS:
-            for tool in doc["tools"]:
-                if outcomes.get(doc["server"], {}).get(tool["name"]) == "supported":
-                    cases.append(
-                        pytest.param(dialect, doc["server"], tool, id=f"{dialect}-{doc['server']}-{tool['name']}")
-                    )
+    dialects = sorted(EXPECTATIONS["dialects"])
+    for doc in CATALOGS:
+        for tool in doc["tools"]:
+            supported_in = tuple(
+                d for d in dialects
+                if EXPECTATIONS["dialects"][d].get(doc["server"], {}).get(tool["name"]) == "supported"
+            )
+            if supported_in:
+                cases.append(pytest.param(supported_in, doc["server"], tool, id=f"{doc['server']}-{tool['name']}"))
     return cases
 
 
@@ -73,10 +82,10 @@ def _oracle_schema(schema: Any) -> Any:
     return schema
 
 
-@pytest.mark.parametrize(("dialect", "server", "tool"), CASES)
-def test_supported_tool_agrees_with_jsonschema(dialect: str, server: str, tool: dict[str, Any]):
+@pytest.mark.parametrize(("dialects", "server", "tool"), CASES)
+def test_supported_tool_agrees_with_jsonschema(dialects: tuple[str, ...], server: str, tool: dict[str, Any]):
     schema = tool["inputSchema"]
-    compiled = compat.compiler(dialect)(schema)
+    compiled = {dialect: compat.compiler(dialect)(schema) for dialect in dialects}
     oracle = jsonschema.Draft202012Validator(_oracle_schema(copy.deepcopy(schema)))
     tally = {"examples": 0, "valid": 0, "invalid": 0}
 
@@ -90,20 +99,24 @@ def test_supported_tool_agrees_with_jsonschema(dialect: str, server: str, tool: 
     @given(ArgumentStrategies(schema).arguments())
     def check(arguments: Any) -> None:
         before = copy.deepcopy(arguments)
-        expected = oracle.is_valid(arguments)
-        try:
-            compiled.validate(arguments)
-            ours = True
-        except InputSchemaError as err:
-            assert err.kind == "validation", (
-                f"{server}/{tool['name']}: {err.kind} error on {arguments!r}: {err.message}"
+        # MCP arguments are an object; the contract keeps the tool schema root object-only,
+        # so a non-object root is invalid for us even where the schema itself (e.g. a
+        # root without "type") would let jsonschema accept it.
+        expected = oracle.is_valid(arguments) and isinstance(arguments, dict)
+        for dialect, validator_ in compiled.items():
+            try:
+                validator_.validate(arguments)
+                ours = True
+            except InputSchemaError as err:
+                assert err.kind == "validation", (
+                    f"{server}/{tool['name']} [{dialect}]: {err.kind} error on {arguments!r}: {err.message}"
+                )
+                ours = False
+            assert arguments == before, "validate() modified the arguments"
+            assert ours == expected, (
+                f"{server}/{tool['name']} [{dialect}]: arguments {arguments!r} -> ours "
+                f"{'valid' if ours else 'invalid'}, jsonschema {'valid' if expected else 'invalid'}"
             )
-            ours = False
-        assert arguments == before, "validate() modified the arguments"
-        assert ours == expected, (
-            f"{server}/{tool['name']} [{dialect}]: arguments {arguments!r} -> ours "
-            f"{'valid' if ours else 'invalid'}, jsonschema {'valid' if expected else 'invalid'}"
-        )
         tally["examples"] += 1
         tally["valid" if expected else "invalid"] += 1
 
@@ -113,9 +126,9 @@ def test_supported_tool_agrees_with_jsonschema(dialect: str, server: str, tool: 
 
 
 def test_differential_covers_every_supported_tool():
-    supported = sum(
-        1 for d in EXPECTATIONS["dialects"].values() for tools in d.values() for o in tools.values() if o == "supported"
-    )
-    print(f"catalog differential: {len(CASES)} (dialect, tool) cases x >= {EXAMPLES_PER_TOOL} examples")
-    assert len(CASES) == supported
+    for dialect, servers in sorted(EXPECTATIONS["dialects"].items()):
+        supported = {(s, n) for s, tools in servers.items() for n, o in tools.items() if o == "supported"}
+        covered = {(p.values[1], p.values[2]["name"]) for p in CASES if dialect in p.values[0]}
+        print(f"catalog differential [{dialect}]: {len(covered)} supported tools x >= {EXAMPLES_PER_TOOL} examples")
+        assert covered == supported
     assert validator.compile  # the API under test exists
