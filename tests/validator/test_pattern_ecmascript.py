@@ -122,12 +122,20 @@ def _bmp(text: str) -> bool:
     return all(ord(c) < 0x10000 for c in text)
 
 
-def compare(node_batch, cases: list[tuple[str, list[str]]], evidence, label: str) -> list[str]:
-    """Compare every pair; return the discrepancies (as readable lines)."""
+def compare(node_batch, cases: list[tuple[str, list[str]]], evidence, label: str, *, strict: bool = True) -> list[str]:
+    """Compare every pair; return the discrepancies (as readable lines).
+
+    ``strict``: every pattern must be in the subset. Otherwise (generated
+    patterns) a pattern that node rejects too is merely counted, since a
+    grammar that joins class atoms freely can spell an out-of-order range.
+    """
     problems: list[str] = []
     for (pattern, strings), seen in zip(cases, node_batch(cases)):
         matches = ours(pattern)
         if isinstance(matches, PatternError):
+            if not strict and matches.kind == VALIDATION and "error" in seen["portable"]:
+                evidence.count(SECTION, f"{label} patterns malformed for both")
+                continue
             problems.append(f"{pattern!r}: in-subset pattern refused by preflight ({matches.kind}: {matches.message})")
             continue
         reference = seen["portable"]
@@ -320,12 +328,14 @@ def classes(draw) -> str:
         if draw(st.booleans()):
             lo, hi = sorted(draw(st.lists(st.sampled_from(["a", "c", "z", "😀", "😂", "é", "0", "9"]), min_size=2, max_size=2)))
             atoms.append(f"{lo}-{hi}")
+        elif draw(st.integers(0, 4)) == 0:
+            atoms.append(draw(st.sampled_from(["\\!-\\/", "\\--\\:", "!-\\-", "\\[-\\]", " -\\@"])))
         else:
             atoms.append(draw(st.sampled_from(_CLASS_CHARS + ["\\-", "\\]", "\\\\", "\\:", "-"])))
     return "[" + ("^" if draw(st.booleans()) else "") + "".join(atoms) + "]"
 
 
-_QUANTIFIERS = st.sampled_from(["*", "+", "?", "{2}", "{0,1}", "{1,}", "{1,3}", "{0}"]).flatmap(
+_QUANTIFIERS = st.sampled_from(["*", "+", "?", "{2}", "{0,1}", "{1,}", "{1,3}", "{0}", "{0,}", "{3,5}"]).flatmap(
     lambda q: st.sampled_from([q, q + "?"])
 )
 
@@ -353,8 +363,9 @@ patterns_in_subset = _alternation(2)
 subject_strings = st.text(alphabet=["a", "b", "c", "😀", "\n", "\r", "\u2028", "-", "é", ".", ":", " ", ","], max_size=6)
 
 GENERATED = int(os.environ.get("PATTERN_EXAMPLES", "400"))
+EXPLORE = os.environ.get("PATTERN_RANDOM") == "1"  # fresh randomness instead of CI's fixed examples
 _PROFILE = settings(
-    max_examples=GENERATED, deadline=None, derandomize=True, database=None,
+    max_examples=GENERATED, deadline=None, derandomize=not EXPLORE, database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
 )
 
@@ -375,7 +386,7 @@ def _collect(strategy) -> list:
 def test_generated_patterns_agree_with_node(node, evidence) -> None:
     cases = _collect(st.tuples(patterns_in_subset, st.lists(subject_strings, min_size=3, max_size=5)))
     cases = list({p: (p, s) for p, s in cases}.values())
-    problems = compare(node, cases, evidence, "generated")
+    problems = compare(node, cases, evidence, "generated", strict=False)
     for line in problems[:20]:
         evidence.note(SECTION, "DISCREPANCY " + line)
     assert not problems, f"{len(problems)} discrepancies:\n" + "\n".join(problems[:40])
@@ -409,6 +420,7 @@ def _judge_rejections(node, sources: list[str], evidence, label: str) -> list[st
             evidence.count(SECTION, f"{label} unsupported_capability")
             if "error" not in theirs:
                 evidence.count(SECTION, f"{label} unsupported_capability but valid ECMAScript")
+                evidence.note(SECTION, f"conservative: {p!r} is valid ECMAScript, refused as {mine.message}")
         else:
             evidence.count(SECTION, f"{label} accepted")
             if "error" in theirs:
