@@ -77,6 +77,9 @@ def compile_type(value: Any, site: Site) -> Check:
 def compile_properties(value: Any, site: Site) -> Check | None:
     if not isinstance(value, dict):
         raise site.malformed(f"properties must be an object mapping names to schemas, not {describe(value)}")
+    for name in value:
+        if type(name) is not str:
+            raise site.malformed(f"property names must be strings, not {describe(name)}", name)
     items = tuple((name, site.sub(schema, name)) for name, schema in value.items())
     if not items:
         return None
