@@ -10,6 +10,10 @@ have one) and each test's data that property's value:
 
     {"type": "object", "properties": {"v": <group schema>}}   with   {"v": <data>}
 
+(local "$ref"s in the group's schema are rebased to keep pointing where they
+did: "#/$defs/a" becomes "#/properties/v/$defs/a"; this matters only to a
+dialect that supports "$ref").
+
 Then, for every group, one of two outcomes is required:
 
 - the wrapped schema compiles, and every test's answer equals the suite's
@@ -121,6 +125,44 @@ DIALECTS: dict[str, Optional[Callable[[Any], Optional[str]]]] = {
 EXPECTED_OTHER_REJECTIONS: dict[tuple[str, str, str], tuple[str, str]] = {}
 
 
+# --- wrapping a group's schema under an object root ------------------------------------------
+
+# Keywords whose values are schemas (or maps/arrays of schemas); nothing else is
+# walked, so a "$ref" inside enum, const, default or examples data stays data.
+_SCHEMA_VALUED = {"additionalProperties", "additional_properties", "items", "contains", "not", "if", "then",
+                  "else", "propertyNames", "unevaluatedItems", "unevaluatedProperties", "contentSchema"}
+_SCHEMA_ARRAYS = {"allOf", "anyOf", "oneOf", "prefixItems"}
+_SCHEMA_MAPS = {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
+
+
+def _rebase_refs(schema: Any, prefix: str) -> Any:
+    """``schema`` with each local "$ref" ("#" or "#/…") moved under the JSON Pointer ``prefix``.
+
+    The suite's "#" means the group's schema; once that schema sits at
+    /properties/v, "#/$defs/x" must read "#/properties/v/$defs/x" to mean the same.
+    """
+    if not isinstance(schema, dict):
+        return schema
+    out = {}
+    for key, value in schema.items():
+        if key == "$ref" and isinstance(value, str) and (value == "#" or value.startswith("#/")):
+            out[key] = "#" + prefix + value[1:]
+        elif key in _SCHEMA_VALUED:
+            out[key] = _rebase_refs(value, prefix)
+        elif key in _SCHEMA_ARRAYS and isinstance(value, list):
+            out[key] = [_rebase_refs(v, prefix) for v in value]
+        elif key in _SCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {k: _rebase_refs(v, prefix) for k, v in value.items()}
+        else:
+            out[key] = value
+    return out
+
+
+def wrap(schema: Any) -> dict:
+    """The group's schema as property "v" of an object root (tool schemas must have one)."""
+    return {"type": "object", "properties": {"v": _rebase_refs(schema, "/properties/v")}}
+
+
 # --- collection -----------------------------------------------------------------------
 
 
@@ -175,7 +217,7 @@ def test_group(dialect: str, file: str, index: int, group: dict, evidence) -> No
     for name in ("groups run", "tests run", "groups rejected as unsupported", "tests in rejected groups",
                  "failed groups", "failed tests"):
         evidence.count(section, name, 0)  # print every count, zeros included, in this order
-    schema = {"type": "object", "properties": {"v": group["schema"]}}
+    schema = wrap(group["schema"])
     tests = group["tests"]
     oracle = DIALECTS[dialect]
     outside = oracle(group["schema"]) if oracle else None
