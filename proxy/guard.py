@@ -151,6 +151,11 @@ class GuardHooks:
                 tools = inner.result.get("tools")
                 if isinstance(tools, list):
                     self.catalog.merge(tools)
+                # Re-serialized from the parsed value, so the client is shown
+                # exactly the schemas the catalog compiled (a raw line with
+                # duplicate keys could read differently in another parser).
+                await relay.forward_to_client(SessionMessage(inner))
+                return True
             elif key in self._discover_ids:
                 self._discover_ids.discard(key)
                 self._start_build(relay)

@@ -72,6 +72,7 @@ class Relay:
         self._flush_lock = anyio.Lock()
         self._tg: anyio.abc.TaskGroup | None = None
         self.upstream_gone: str | None = None
+        self.client_gone = False
 
     # ---- services for hooks -------------------------------------------------
 
@@ -80,14 +81,25 @@ class Relay:
         self._tg.start_soon(fn, *args)
 
     async def to_client(self, message: SessionMessage) -> None:
-        """Send a message of the proxy's own (a reply) to the client."""
-        await self._client_write.send(message)
+        """Send a message to the client (a reply of the proxy's own, or a forwarded one)."""
+        try:
+            await self._client_write.send(message)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            # The client is gone; its input will end too, which ends the session.
+            if not self.client_gone:
+                self.client_gone = True
+                logger.warning("mcp-schema-gate: the client's output is closed; dropping messages for it")
         inner = message.message
         if isinstance(inner, types.JSONRPCResponse | types.JSONRPCError) and inner.id is not None:
             self.forget(inner.id)  # only now: forgetting the last one may end the session
 
     async def to_upstream(self, message: SessionMessage) -> None:
-        await self._upstream_write.send(message)
+        try:
+            await self._upstream_write.send(message)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            # The upstream is gone; its pump sees the end of its output and then
+            # answers every request still waiting, this one included.
+            pass
 
     def forget(self, request_id: Any) -> None:
         """The client request needs no answer any more (answered, or cancelled before forwarding)."""
@@ -173,7 +185,7 @@ class Relay:
                     self.forget(inner.params["requestId"])
             if self._hooks is not None and await self._hooks.from_client(self, item):
                 continue
-            await self._upstream_write.send(item)
+            await self.to_upstream(item)
 
     async def _answer_bad_frame(self, exc: Exception) -> None:
         if isinstance(exc, WireError):
@@ -181,7 +193,7 @@ class Relay:
         else:  # what an SDK transport delivers for a line it could not parse
             reply = error_message(None, PARSE_ERROR, f"Parse error: {exc}")
         logger.warning("mcp-schema-gate: answered a malformed client message: %s", reply.message.error.message)
-        await self._client_write.send(reply)
+        await self.to_client(reply)
 
     async def _pump_upstream(self) -> None:
         try:

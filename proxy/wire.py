@@ -9,6 +9,7 @@ the ones an MCP server would write.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
@@ -72,9 +73,27 @@ def result_message(request_id: Any, result: dict[str, Any]) -> SessionMessage:
     return SessionMessage(types.JSONRPCResponse(jsonrpc="2.0", id=request_id, result=result))
 
 
-def dump(message: SessionMessage) -> str:
-    """Serialize for a line-delimited wire; warnings off for the float-id replies above."""
-    return message.message.model_dump_json(by_alias=True, exclude_unset=True, warnings=False)
+@dataclass
+class WireMessage(SessionMessage):
+    """A SessionMessage that remembers the exact line it was parsed from.
+
+    Forwarding that line instead of re-serializing keeps a relayed message
+    byte-identical (unknown top-level members, number spellings such as 1e400
+    that pydantic would turn into null, key order) and saves a serialization.
+    Whoever wants a message re-serialized from its parsed value (the gate, for
+    a tools/call, so that exactly the validated value is sent) builds a plain
+    SessionMessage instead.
+    """
+
+    raw: bytes | None = None
+
+
+def dump(message: SessionMessage) -> bytes:
+    """One line for a newline-delimited wire; warnings off for the float-id replies above."""
+    raw = getattr(message, "raw", None)
+    if raw is not None:
+        return raw
+    return message.message.model_dump_json(by_alias=True, exclude_unset=True, warnings=False).encode() + b"\n"
 
 
 def meta_of(params: Any) -> dict[str, Any] | None:
@@ -109,6 +128,8 @@ def parse_line(line: str | bytes) -> SessionMessage | Exception | None:
         return _diagnose(line)
     if isinstance(message, types.JSONRPCNotification) and _has_id_member(line):
         return _diagnose(line)
+    if isinstance(line, bytes):
+        return WireMessage(message, raw=line if line.endswith(b"\n") else line + b"\n")
     return SessionMessage(message)
 
 

@@ -1,0 +1,139 @@
+"""Benchmark: tools/call round trip, direct vs through mcp-schema-gate, in one run.
+
+A minimal line-level JSON-RPC client (no SDK client overhead on the measuring
+side) drives, over real pipes:
+  direct   - the benchmark upstream server (the SDK's lowlevel Server on stdio)
+  proxied  - `python -m proxy -- <the same server>`
+and, through the proxy, calls the gate rejects (they never reach the server).
+Calls are sequential (one in flight), after a warm-up. Prints median and p99
+in milliseconds and the ratios.
+
+    .venv/bin/python scripts/bench_proxy.py [--calls 2000] [--warmup 200] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SERVER = r'''
+import anyio, mcp_types as types
+from mcp.server.lowlevel.server import Server
+from mcp.server.stdio import stdio_server
+TOOL = types.Tool(name="echo", input_schema={"type": "object", "properties": {"text": {"type": "string", "minLength": 1}},
+                                              "required": ["text"], "additionalProperties": False})
+async def list_tools(ctx, params): return types.ListToolsResult(tools=[TOOL])
+async def call_tool(ctx, params):
+    return types.CallToolResult(content=[types.TextContent(type="text", text=params.arguments["text"])])
+async def main():
+    server = Server("bench", on_list_tools=list_tools, on_call_tool=call_tool)
+    server.middleware.clear()  # no OpenTelemetry span per message: measure the server, not the tracer
+    async with stdio_server() as (r, w):
+        await server.run(r, w, server.create_initialization_options())
+anyio.run(main)
+'''
+
+
+class LineClient:
+    def __init__(self, command: list[str]) -> None:
+        env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        self.process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=ROOT, env=env,
+            bufsize=0,
+        )
+        self.next_id = 0
+
+    def request(self, method: str, params: dict) -> dict:
+        self.next_id += 1
+        line = json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}) + "\n"
+        self.process.stdin.write(line.encode())
+        while True:
+            reply = json.loads(self.process.stdout.readline())
+            if reply.get("id") == self.next_id:
+                return reply
+
+    def start(self) -> None:
+        self.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                    "clientInfo": {"name": "bench", "version": "0"}})
+        self.process.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def measure(client: LineClient, arguments: dict, calls: int, warmup: int, expect_error: bool) -> list[float]:
+    samples = []
+    for i in range(warmup + calls):
+        start = time.perf_counter()
+        reply = client.request("tools/call", {"name": "echo", "arguments": arguments})
+        elapsed = time.perf_counter() - start
+        assert reply["result"].get("isError", False) is expect_error, reply
+        if i >= warmup:
+            samples.append(elapsed * 1000)
+    return samples
+
+
+def stats(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    return {"median_ms": statistics.median(ordered), "p99_ms": ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--warmup", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=3, help="alternate direct/proxied this many times")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    server = [sys.executable, "-c", SERVER]
+    proxied_cmd = [sys.executable, "-m", "proxy", "--quiet", "--", *server]
+
+    results: dict[str, list[float]] = {"direct": [], "proxied": [], "rejected": []}
+    # Interleave rounds so drift on a shared 2-core machine hits both sides alike.
+    for _ in range(args.rounds):
+        for label, command in (("direct", server), ("proxied", proxied_cmd)):
+            client = LineClient(command)
+            try:
+                client.start()
+                results[label] += measure(client, {"text": "hello"}, args.calls, args.warmup, False)
+                if label == "proxied":
+                    results["rejected"] += measure(client, {"text": ""}, args.calls, args.warmup, True)
+            finally:
+                client.close()
+
+    report = {label: stats(samples) for label, samples in results.items()}
+    direct, proxied, rejected = report["direct"], report["proxied"], report["rejected"]
+    report["added_median_ms"] = proxied["median_ms"] - direct["median_ms"]
+    report["ratio_median"] = proxied["median_ms"] / direct["median_ms"]
+    report["ratio_p99"] = proxied["p99_ms"] / direct["p99_ms"]
+    report["rejected_vs_direct_median"] = rejected["median_ms"] / direct["median_ms"]
+    report["calls_per_side"] = len(results["direct"])
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    print(f"tools/call round trip, sequential, {report['calls_per_side']} calls per side "
+          f"({args.rounds} interleaved rounds)")
+    print(f"{'':22}{'median ms':>10}{'p99 ms':>10}")
+    for label, title in (("direct", "direct"), ("proxied", "through the proxy"), ("rejected", "rejected by the gate")):
+        print(f"{title:22}{report[label]['median_ms']:>10.3f}{report[label]['p99_ms']:>10.3f}")
+    print(f"added median latency: {report['added_median_ms']:.3f} ms")
+    print(f"ratio proxied/direct: median {report['ratio_median']:.2f}x, p99 {report['ratio_p99']:.2f}x")
+    print(f"ratio rejected/direct median: {report['rejected_vs_direct_median']:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
