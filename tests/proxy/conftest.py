@@ -97,13 +97,16 @@ class RawSession:
         data = line.encode() if isinstance(line, str) else line
         await self.process.stdin.send(data + b"\n")
 
-    async def receive(self, timeout: float = 10.0) -> dict[str, Any]:
+    async def receive_line(self, timeout: float = 10.0) -> str:
         with anyio.fail_after(timeout):
             while b"\n" not in self._buffer:
                 chunk = await self.process.stdout.receive()
                 self._buffer += chunk
         line, self._buffer = self._buffer.split(b"\n", 1)
-        return json.loads(line)  # stdout carries only protocol messages: anything else fails here
+        return line.decode()
+
+    async def receive(self, timeout: float = 10.0) -> dict[str, Any]:
+        return json.loads(await self.receive_line(timeout))  # stdout carries only protocol messages
 
     async def receive_until(self, predicate, timeout: float = 10.0) -> tuple[dict, list[dict]]:
         seen = []
@@ -141,9 +144,10 @@ async def _drain_stderr(process, session: RawSession) -> None:
 
 
 @asynccontextmanager
-async def raw_proxy(record: Path, *options: str, page_size: int = 0, **env: str):
+async def raw_proxy(record: Path, *options: str, page_size: int = 0, upstream: list[str] | None = None, **env: str):
     """async with raw_proxy(record, *options) as session: ... — always reaps the process."""
-    process = await anyio.open_process(proxy_command(*options), env=environment(record, page_size, **env), cwd=str(ROOT))
+    command = proxy_command(*options, upstream=upstream)
+    process = await anyio.open_process(command, env=environment(record, page_size, **env), cwd=str(ROOT))
     session = RawSession(process)
     try:
         async with anyio.create_task_group() as tg:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 from pathlib import Path
 
 import anyio
@@ -171,3 +172,21 @@ async def test_audit_arguments_records_values(record: Path, tmp_path: Path) -> N
         await session.request(1, "tools/call", {"name": "add", "arguments": {"a": "secret-value", "b": 1}})
     (entry,) = [json.loads(line) for line in audit.read_text().splitlines()]
     assert entry["arguments"] == {"a": "secret-value", "b": 1}
+
+
+async def test_forwarded_messages_are_byte_identical_both_ways(record: Path) -> None:
+    from tests.proxy.raw_upstream import CRAFTED
+
+    upstream = [sys.executable, str(Path(__file__).with_name("raw_upstream.py"))]
+    async with raw_proxy(record, upstream=upstream) as session:
+        await session.initialize()
+        line = '{"id":"x1","jsonrpc":"2.0","method":"raw/echo","params":{"b":1e400,"a":{"y":2,"x":1}},"unknown":[true]}'
+        await session.send(line)
+        reply, _ = await session.receive_until(is_reply_to("x1"))
+        assert reply["result"]["line"] == line  # the upstream got the client's bytes
+        await session.send({"jsonrpc": "2.0", "id": "x2", "method": "raw/emit"})
+        raw_lines = []
+        with anyio.fail_after(10):
+            while not any('"x2"' in r for r in raw_lines):
+                raw_lines.append(await session.receive_line())
+        assert CRAFTED in raw_lines  # and the client got the upstream's
