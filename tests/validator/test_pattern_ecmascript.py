@@ -438,6 +438,23 @@ def test_malformed_patterns_are_rejected_by_node(node, evidence) -> None:
     assert not problems, "\n".join(problems)
 
 
+# Valid ECMAScript that the subset refuses on purpose (unsupported_capability, never
+# "malformed"), plus one over-eager refusal found here: "[[:a][:]" is two ordinary
+# classes, "[[:a]" and "[:]", but the scanner's POSIX-class check looks for the
+# closing ":]" past the end of the first class. Conservative (the kind is
+# unsupported_capability, so no constraint is dropped), noted, not asserted.
+CONSERVATIVE = ["[[:a][:]", "[[=a][=]", "[[.a][.]", "a{1001}", "(?:a{1000}){1000}", "\\0", "\\1", "(?=a)",
+                "(?<n>a)", "(?i:a)", "a*+"]
+
+
+def test_conservative_refusals_are_unsupported_never_malformed(node, evidence) -> None:
+    problems = _judge_rejections(node, CONSERVATIVE, evidence, "conservative list:")
+    for p in CONSERVATIVE:
+        mine = ours(p)
+        assert isinstance(mine, PatternError) and mine.kind == UNSUPPORTED, (p, mine)
+    assert not problems, "\n".join(problems)
+
+
 def test_token_soup_rejections_agree_with_node(node, evidence) -> None:
     sources = sorted(set(_collect(token_soup)))
     problems = _judge_rejections(node, sources, evidence, "token soup:")
