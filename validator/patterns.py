@@ -186,10 +186,12 @@ def _scan_class(source: str, i: int, extended: bool) -> tuple[str, int]:
             i += 1
             break
         if ch == "[" and i + 1 < n and source[i + 1] in ":=.":
-            close = source.find(source[i + 1] + "]", i + 2)
-            if close != -1:
+            # [:name:] only counts if this class's own closing ']' follows its delimiter:
+            # "[[:a][:]" is two ordinary classes, "[[:a]" and "[:]".
+            close = source.find("]", i + 2)
+            if close > i + 2 and source[close - 1] == source[i + 1]:
                 raise _unsupported(
-                    f"the POSIX class {source[i:close + 2]} at offset {i} is outside the portable subset"
+                    f"the POSIX class {source[i:close + 1]} at offset {i} is outside the portable subset"
                 )
         if ch == "\\":
             form, payload, i = _escape(source, i, in_class=True, extended=extended)

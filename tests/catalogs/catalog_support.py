@@ -73,6 +73,93 @@ _PATTERN_ALPHABET = st.characters(min_codepoint=0x20, max_codepoint=0x7E)
 MAX_DEPTH = 8
 
 
+def _regex_minimal(pattern: str) -> str | None:
+    """A short string built from the regex's parse tree (first branch, minimum repeats)."""
+    try:
+        import re._parser as sre_parse  # Python >= 3.11
+        from re._constants import (
+            ANY, AT, BRANCH, CATEGORY, CATEGORY_DIGIT, CATEGORY_SPACE, CATEGORY_WORD, IN, LITERAL,
+            MAX_REPEAT, MIN_REPEAT, NEGATE, NOT_LITERAL, RANGE, SUBPATTERN,
+        )
+    except ImportError:  # pragma: no cover
+        return None
+
+    def pick_in(items: list[Any]) -> str | None:
+        negate = any(op is NEGATE for op, _ in items)
+        allowed: list[str] = []
+        for op, av in items:
+            if op is LITERAL:
+                allowed.append(chr(av))
+            elif op is RANGE:
+                allowed.append(chr(av[0]))
+            elif op is CATEGORY:
+                allowed.append({CATEGORY_DIGIT: "0", CATEGORY_WORD: "a", CATEGORY_SPACE: " "}.get(av, "a"))
+        if not negate:
+            return allowed[0] if allowed else None
+        return next((c for c in "a0 _-.xZ" if c not in allowed), None)
+
+    def build(tree: Any) -> str | None:
+        out = []
+        for op, av in tree:
+            if op is LITERAL:
+                out.append(chr(av))
+            elif op is NOT_LITERAL:
+                out.append("a" if chr(av) != "a" else "b")
+            elif op is ANY:
+                out.append("a")
+            elif op is AT:
+                continue
+            elif op is IN:
+                c = pick_in(av)
+                if c is None:
+                    return None
+                out.append(c)
+            elif op is BRANCH:
+                part = build(av[1][0])
+                if part is None:
+                    return None
+                out.append(part)
+            elif op is SUBPATTERN:
+                part = build(av[-1])
+                if part is None:
+                    return None
+                out.append(part)
+            elif op in (MAX_REPEAT, MIN_REPEAT):
+                lo, _hi, sub = av
+                part = build(sub)
+                if part is None:
+                    return None
+                out.append(part * lo)
+            elif op is CATEGORY:
+                out.append({CATEGORY_DIGIT: "0", CATEGORY_WORD: "a", CATEGORY_SPACE: " "}.get(av, "a"))
+            else:
+                return None
+        return "".join(out)
+
+    try:
+        return build(sre_parse.parse(pattern))
+    except Exception:  # noqa: BLE001 - anything unusual: no example
+        return None
+
+
+def _pattern_example(pattern: str, min_len: int, max_len: Any) -> str | None:
+    """A short string matching ``pattern`` within the length bounds, or None."""
+    try:
+        rx = re.compile(pattern)
+    except re.error:
+        return None
+    for candidate in (_regex_minimal(pattern), "a" * min_len, "x"):
+        if (
+            candidate is not None
+            and not any(c in candidate for c in LINE_TERMINATORS)
+            and rx.search(candidate) is not None
+            and len(candidate) >= min_len
+            and (not isinstance(max_len, int) or len(candidate) <= max_len)
+        ):
+            return candidate
+    return None
+
+
 def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
@@ -149,12 +236,244 @@ class ArgumentStrategies:
         return st.one_of([self._typed(t, schema, depth) for t in types])
 
     def arguments(self) -> st.SearchStrategy[Any]:
-        """Likely-valid arguments, and mutations of them that are likely invalid."""
+        """Likely-valid arguments, targeted violations of one constraint, and blind mutations."""
         valid = self.valid()
-        mutated = st.tuples(valid, st.integers(0, 6), ANY_JSON, st.randoms(use_true_random=False)).map(
-            lambda t: mutate(*t)
-        )
-        return st.one_of(valid, mutated)
+        rnd = st.randoms(use_true_random=False)
+        targeted = st.tuples(valid, rnd).map(lambda t: self.violate(t[0], t[1]))
+        mutated = st.tuples(valid, st.integers(0, 6), ANY_JSON, rnd).map(lambda t: mutate(*t))
+        return st.one_of(valid, targeted, mutated)
+
+    # -- targeted violations ----------------------------------------------------
+    def _flatten(self, schema: Any, depth: int = 0) -> Any:
+        """Resolve a ``$ref`` and fold ``allOf`` so a site's own assertions are visible."""
+        for _ in range(MAX_DEPTH):
+            if isinstance(schema, Mapping) and isinstance(schema.get("$ref"), str):
+                rest = {k: v for k, v in schema.items() if k != "$ref"}
+                schema = _merge(rest, self._resolve(schema["$ref"])) if rest else self._resolve(schema["$ref"])
+            else:
+                break
+        if isinstance(schema, Mapping) and isinstance(schema.get("allOf"), list) and depth < MAX_DEPTH:
+            merged = {k: v for k, v in schema.items() if k != "allOf"}
+            for branch in schema["allOf"]:
+                merged = _merge(merged, self._flatten(branch, depth + 1))
+            return merged
+        return schema
+
+    def _sites(self, value: Any, schema: Any, out: list[tuple[Any, Any, Any]], holder: Any = None, key: Any = None, depth: int = 0) -> None:
+        """(holder, key, subschema) for every node of ``value`` whose governing schema is known."""
+        schema = self._flatten(schema)
+        if not isinstance(schema, Mapping) or depth > MAX_DEPTH:
+            return
+        out.append((holder, key, schema))
+        if isinstance(value, dict):
+            props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
+            for name, sub in props.items():
+                if name in value:
+                    self._sites(value[name], sub, out, value, name, depth + 1)
+        elif isinstance(value, list):
+            items = schema.get("items")
+            prefix = schema.get("prefixItems") if isinstance(schema.get("prefixItems"), list) else []
+            for i, item in enumerate(value):
+                sub = prefix[i] if i < len(prefix) else items
+                if isinstance(sub, Mapping):
+                    self._sites(item, sub, out, value, i, depth + 1)
+
+    @staticmethod
+    def _violations(schema: Mapping[str, Any], current: Any) -> list[Any]:
+        """Replacement values for ``current`` that each break one assertion of ``schema``."""
+        out: list[Any] = []
+        types = schema.get("type")
+        types = [types] if isinstance(types, str) else types if isinstance(types, list) else None
+        if types:
+            samples = {"null": None, "boolean": True, "integer": 7, "number": 0.5, "string": "x", "array": [], "object": {}}
+            for name, sample in samples.items():
+                allowed = name in types or (name == "integer" and "number" in types)
+                if not allowed:
+                    out.append(sample)
+        for comb in ("oneOf", "anyOf"):
+            branches = schema.get(comb)
+            if isinstance(branches, list) and branches and not types:
+                branch_types: set[str] = set()
+                for b in branches:
+                    bt = b.get("type") if isinstance(b, Mapping) else None
+                    if isinstance(bt, str):
+                        branch_types.add(bt)
+                    elif isinstance(bt, list):
+                        branch_types.update(x for x in bt if isinstance(x, str))
+                    else:
+                        branch_types = set()
+                        break
+                if branch_types:
+                    samples = {"null": None, "boolean": True, "integer": 7, "number": 0.5, "string": "x", "array": [], "object": {}}
+                    out += [v for name, v in samples.items()
+                            if name not in branch_types and not (name == "integer" and "number" in branch_types)]
+        for key in ("enum", "const"):
+            choices = schema.get(key) if key == "enum" else [schema.get(key)] if "const" in schema else None
+            if isinstance(choices, list) and choices:
+                for c in choices:
+                    for cand in ((c + "_") if isinstance(c, str) else (c + 1) if _is_number(c) else None,):
+                        if cand is not None and all(cand != e or type(cand) is not type(e) for e in choices):
+                            out.append(cand)
+                out.append("__not_a_choice__")
+        int_only = types == ["integer"]
+        for key, delta in (("minimum", -1), ("maximum", 1)):
+            bound = schema.get(key)
+            if _is_number(bound):
+                out.append((math.floor(bound) - 1 if delta < 0 else math.ceil(bound) + 1) if int_only else bound + delta * 0.5)
+        for key in ("exclusiveMinimum", "exclusiveMaximum"):
+            bound = schema.get(key)
+            if _is_number(bound) and (not int_only or float(bound).is_integer()):
+                out.append(int(bound) if int_only else bound)
+        mult = schema.get("multipleOf")
+        if _is_number(mult) and mult > 0:
+            out.append(mult * 3 + (1 if isinstance(mult, int) and mult > 1 else mult / 2))
+        n = schema.get("minLength")
+        if isinstance(n, int) and n > 0:
+            out.append("a" * (n - 1))
+        n = schema.get("maxLength")
+        if isinstance(n, int):
+            out.append("\U0001F600" * (n + 1))  # one code point each, two UTF-16 units
+        pattern = schema.get("pattern")
+        if isinstance(pattern, str):
+            try:
+                rx = re.compile(pattern)
+                out += [c for c in ("", "x", "0", " ", "-", "ZZ", "a b", "é", "_:_", "https") if not rx.search(c)][:3]
+            except re.error:
+                pass
+        items = current if isinstance(current, list) else []
+        n = schema.get("minItems")
+        if isinstance(n, int) and n > 0:
+            out.append(items[: n - 1])
+        n = schema.get("maxItems")
+        if isinstance(n, int):
+            filler = items[0] if items else None
+            out.append(items + [copy.deepcopy(filler) for _ in range(n + 1 - len(items))])
+        if schema.get("uniqueItems") is True and items:
+            out.append(items + [copy.deepcopy(items[0])])
+        if isinstance(current, dict):
+            required = [r for r in schema.get("required", []) if isinstance(r, str) and r in current] if isinstance(schema.get("required"), list) else []
+            for r in required[:3]:
+                out.append({k: v for k, v in current.items() if k != r})
+            if schema.get("additionalProperties", schema.get("additional_properties")) is False:
+                out.append({**current, "zz_unexpected": 1})
+        return out
+
+    def violate(self, value: Any, rnd: random.Random) -> Any:
+        """Break one assertion at one randomly chosen node of a (likely valid) value."""
+        value = copy.deepcopy(value)
+        sites: list[tuple[Any, Any, Any]] = []
+        self._sites(value, self.root, sites)
+        rnd.shuffle(sites)
+        for holder, key, schema in sites:
+            current = value if holder is None else holder[key]
+            choices = self._violations(schema, current)
+            if not choices:
+                continue
+            replacement = copy.deepcopy(rnd.choice(choices))
+            if holder is None:
+                return replacement
+            holder[key] = replacement
+            return value
+        return value
+
+    # -- deterministic boundary cases ------------------------------------------
+    def exemplar(self, schema: Any = None, depth: int = 0, full: bool = True) -> Any:
+        """A deterministic, likely-valid value: every property present when ``full``."""
+        schema = self._flatten(self.root if schema is None and depth == 0 else schema)
+        if not isinstance(schema, Mapping) or depth > MAX_DEPTH:
+            return "x"
+        if "const" in schema:
+            return copy.deepcopy(schema["const"])
+        if isinstance(schema.get("enum"), list) and schema["enum"]:
+            return copy.deepcopy(schema["enum"][0])
+        for comb in ("oneOf", "anyOf"):
+            if isinstance(schema.get(comb), list) and schema[comb]:
+                rest = {k: v for k, v in schema.items() if k != comb}
+                return self.exemplar(_merge(rest, self._flatten(schema[comb][0])), depth + 1, full)
+        types = schema.get("type")
+        types = [types] if isinstance(types, str) else types if isinstance(types, list) and types else self._inferred_types(schema)
+        t = next((x for x in types if x != "null"), types[0] if types else None)
+        if t == "object" or (t is None and depth == 0):
+            props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
+            required = [r for r in schema.get("required", []) if isinstance(r, str)] if isinstance(schema.get("required"), list) else []
+            addl = schema.get("additionalProperties", True)
+            out = {name: self.exemplar(sub, depth + 1, full) for name, sub in props.items() if full or name in required}
+            for name in required:
+                if name not in out:
+                    out[name] = self.exemplar(addl, depth + 1, full) if isinstance(addl, Mapping) else "x"
+            return out
+        if t == "array":
+            lo = schema.get("minItems") if isinstance(schema.get("minItems"), int) else 0
+            hi = schema.get("maxItems") if isinstance(schema.get("maxItems"), int) else None
+            n = max(lo, 1) if hi is None else min(max(lo, 1), hi)
+            items = schema.get("items", True)
+            return [self.exemplar(items, depth + 1, full) for _ in range(n)]
+        if t == "string":
+            lo = schema.get("minLength") if isinstance(schema.get("minLength"), int) else 0
+            pattern = schema.get("pattern")
+            if isinstance(pattern, str):
+                found = _pattern_example(pattern, lo, schema.get("maxLength"))
+                if found is not None:
+                    return found
+            return "a" * max(lo, 1)
+        if t in ("integer", "number"):
+            lo, hi, lo_ex, hi_ex = self._bounds(schema)
+            if lo is not None:
+                v = math.floor(lo) + 1 if lo_ex else math.ceil(lo)
+            elif hi is not None:
+                v = math.ceil(hi) - 1 if hi_ex else math.floor(hi)
+            else:
+                v = 1
+            return v if t == "integer" or lo is None or not lo_ex else lo + 0.5
+        if t == "boolean":
+            return True
+        if t == "null":
+            return None
+        return "x"
+
+    @staticmethod
+    def _edges(schema: Mapping[str, Any], current: Any) -> list[Any]:
+        """Values exactly on an inclusive bound (valid as far as that bound goes)."""
+        out: list[Any] = []
+        for key in ("minimum", "maximum"):
+            if _is_number(schema.get(key)):
+                out.append(schema[key])
+                if isinstance(schema[key], int) and abs(schema[key]) < 2**53:
+                    out.append(float(schema[key]))
+        n = schema.get("minLength")
+        if isinstance(n, int):
+            out.append("\U0001F600" * n)
+        n = schema.get("maxLength")
+        if isinstance(n, int):
+            out.append("\U0001F600" * n)
+        if isinstance(current, list) and current:
+            for key in ("minItems", "maxItems"):
+                n = schema.get(key)
+                if isinstance(n, int):
+                    out.append([copy.deepcopy(current[i % len(current)]) for i in range(n)])
+        return out
+
+    def boundary_cases(self, limit: int = 600) -> list[Any]:
+        """Deterministic cases: exemplars, then each violation and edge value at every site."""
+        cases: list[Any] = []
+        for full in (True, False):
+            base = self.exemplar(full=full)
+            cases.append(copy.deepcopy(base))
+            sites: list[tuple[Any, Any, Any]] = []
+            self._sites(base, self.root, sites)
+            for holder, key, schema in sites:
+                current = base if holder is None else holder[key]
+                for replacement in [*self._violations(schema, current), *self._edges(schema, current)]:
+                    if holder is None:
+                        cases.append(copy.deepcopy(replacement))
+                    else:
+                        saved = holder[key]
+                        holder[key] = copy.deepcopy(replacement)
+                        cases.append(copy.deepcopy(base))
+                        holder[key] = saved
+                    if len(cases) >= limit:
+                        return cases
+        return cases
 
     # -- helpers --------------------------------------------------------------
     @staticmethod

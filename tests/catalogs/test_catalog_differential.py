@@ -21,6 +21,16 @@ tool schema root object-only, so a non-object root must be rejected by our
 validator even when the schema alone (a root without ``type``) would let
 jsonschema accept it; for object roots the verdicts must be identical.
 
+After the random examples, deterministic boundary cases follow: a full exemplar
+(every property present) and a required-only one, then, at every node of them,
+each value that breaks one assertion of that node's schema (a wrong type, a
+non-member of ``enum``/``const``, one past ``minimum``/``maximum``, the
+exclusive bound itself, one code point short of ``minLength`` or past
+``maxLength`` — astral characters, so UTF-16 counting would be caught —, one
+item short/over, a missing required property, an unexpected property under
+``additionalProperties: false``, a type no ``oneOf``/``anyOf`` branch allows)
+and each value exactly on an inclusive bound (also ``N.0`` for an integer bound).
+
 Every dialect that supports the tool judges the same examples. At least
 ``EXAMPLES_PER_TOOL`` examples per tool (derandomized, so CI is
 reproducible); each tool must also see both a valid and an invalid example, so
@@ -123,6 +133,28 @@ def test_supported_tool_agrees_with_jsonschema(dialects: tuple[str, ...], server
     check()
     assert tally["examples"] >= EXAMPLES_PER_TOOL, tally
     assert tally["valid"] > 0 and tally["invalid"] > 0, f"{server}/{tool['name']}: one-sided sample {tally}"
+
+    # Deterministic boundary cases: every violation and every inclusive-bound edge
+    # value at every node of a full exemplar (and of a required-only one).
+    boundary = {"cases": 0, "valid": 0, "invalid": 0}
+    for arguments in ArgumentStrategies(schema).boundary_cases():
+        expected = oracle.is_valid(arguments) and isinstance(arguments, dict)
+        for dialect, validator_ in compiled.items():
+            try:
+                validator_.validate(arguments)
+                ours = True
+            except InputSchemaError as err:
+                assert err.kind == "validation", (
+                    f"{server}/{tool['name']} [{dialect}]: {err.kind} error on {arguments!r}: {err.message}"
+                )
+                ours = False
+            assert ours == expected, (
+                f"{server}/{tool['name']} [{dialect}] boundary case: arguments {arguments!r} -> ours "
+                f"{'valid' if ours else 'invalid'}, jsonschema {'valid' if expected else 'invalid'}"
+            )
+        boundary["cases"] += 1
+        boundary["valid" if expected else "invalid"] += 1
+    assert boundary["cases"] > 0
 
 
 def test_differential_covers_every_supported_tool():

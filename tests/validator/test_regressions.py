@@ -17,3 +17,16 @@ def test_non_string_property_names_are_malformed() -> None:
     assert caught.value.kind == validator.VALIDATION
     assert caught.value.keyword == "properties"
     assert caught.value.schema_path == "/properties/1"
+
+
+def test_posix_class_check_stays_inside_its_class() -> None:
+    # "[[:a][:]" is two ordinary classes ("[[:a]" and "[:]"), valid ECMAScript; the
+    # POSIX-class check used to find the second class's ":]" and refuse the pattern.
+    from validator.patterns import PatternError, compile_pattern
+
+    matches = compile_pattern("[[:a][:]")
+    assert [matches(s) for s in ("a:", "[:", "::", "a", ":a", "b]")] == [True, True, True, False, False, False]
+    for posix in ("[[:alpha:]]", "[x[=a=]]", "[[.a.]]"):
+        with pytest.raises(PatternError) as caught:
+            compile_pattern(posix)
+        assert caught.value.kind == validator.UNSUPPORTED
