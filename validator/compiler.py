@@ -17,6 +17,7 @@ from .failures import Exhausted, Failure, Invalid
 from .json_values import NotJson, check_json, describe
 from .keywords import CONTRACT, EXTENDED, KEYWORDS, Keyword
 from .patterns import PatternError, PatternTimeout, compile_pattern
+from .nodes import check_domain, combine, domain_failure, sequence
 from .site import Check, Site
 
 DIALECTS = (CONTRACT, EXTENDED)
@@ -34,15 +35,19 @@ _APPLIES: dict[str, tuple[type, ...]] = {
 }
 
 
-def _accept(value: Any) -> None:
-    return None
-
-
 # Keywords that may stand beside a draft-07 $ref without changing its meaning.
 _REF_NEUTRAL = frozenset({
     "$ref", "$defs", "definitions", "title", "description", "default", "examples", "$comment",
     "deprecated", "readOnly", "writeOnly", "$schema", "$id",
 })
+
+
+def _closes_objects(schema: Mapping) -> bool:
+    """Whether every property of an object value reaches some subschema (or is refused)."""
+    for key in ("additionalProperties", "additional_properties"):
+        if key in schema:
+            return schema[key] is not True
+    return False
 
 
 class DeclaredNames(frozenset):
@@ -109,6 +114,7 @@ class Compiler:
         self.cells: dict[tuple, Cell] = {}
         self.open_cells: list[Cell] = []
         self.descents = 0  # how many value-descending keywords enclose the current compile
+        self.recursive = False
 
     def _error(self, kind: str, tokens: tuple, keyword: str, text: str) -> InputSchemaError:
         location = pointer(tokens)
@@ -125,7 +131,7 @@ class Compiler:
                 root_type = self.node({"type": "object"}, (), 0)
                 rest = self.cell(schema, (), 0)
                 self._refuse_in_place_cycles()
-                return _sequence([root_type, rest])
+                return sequence([root_type, rest])
             if declared != "object" and declared != ["object"]:
                 what = "no type" if declared is None else f"type {describe(declared)}"
                 raise self._error(
@@ -150,7 +156,10 @@ class Compiler:
         """Compile the schema at ``tokens`` once; later references share it."""
         known = self.cells.get(tokens)
         if known is not None:
-            return known.check or known.deferred()
+            if known.check is not None:
+                return known.check
+            self.recursive = True  # a $ref back into a schema still being compiled
+            return known.deferred()
         cell = self.cells[tokens] = Cell(tokens, self.descents)
         self.open_cells.append(cell)
         try:
@@ -233,7 +242,7 @@ class Compiler:
     def node(self, schema: Any, tokens: tuple, depth: int) -> Check:
         if type(schema) is bool and self.dialect == EXTENDED:
             if schema:
-                return _accept
+                return check_domain
             path = pointer(tokens)
 
             def check_false(v: Any) -> None:
@@ -277,7 +286,16 @@ class Compiler:
             else:
                 for t in _APPLIES[row.applies]:
                     specific.setdefault(t, []).append(check)
-        return _combine(leading, {t: _sequence(cs) for t, cs in specific.items()}, trailing)
+        if leading is None:
+            leading = check_domain
+        else:
+            # Each node answers for its own value being JSON. The type check does for
+            # scalars (and refuses NaN); a container is covered only when every part
+            # of it is handed to a subschema that does the same.
+            for t, covered in ((dict, _closes_objects(schema)), (list, "items" in schema)):
+                if t in leading.exact and not covered:
+                    specific.setdefault(t, []).insert(0, check_domain)
+        return combine(leading, specific, trailing)
 
     def declared_properties(self, site: Site) -> DeclaredNames | DeclaredByPattern:
         schema = site.schema
@@ -290,74 +308,28 @@ class Compiler:
         return DeclaredByPattern(frozenset(names), tuple(self.name_pattern(p, site, p) for p in patterns))
 
 
-def _sequence(checks: list[Check]) -> Check:
-    if len(checks) == 1:
-        return checks[0]
-    checks_t = tuple(checks)
-
-    def check_all(v: Any) -> None:
-        for check in checks_t:
-            check(v)
-
-    return check_all
-
-
-def _combine(leading: Check | None, by_type: dict[type, Check], trailing: list[Check]) -> Check:
-    """One closure for a schema object; specialised so common shapes pay no dispatch."""
-    after = _sequence(trailing) if trailing else None
-    if not by_type:
-        parts = [c for c in (leading, after) if c is not None]
-        return _sequence(parts) if parts else _accept
-    if len(by_type) == 1 and after is None:
-        (only_type, only_check), = by_type.items()
-        if leading is None:
-
-            def check_one_type(v: Any) -> None:
-                if type(v) is only_type:
-                    only_check(v)
-
-            return check_one_type
-
-        def check_typed(v: Any) -> None:
-            leading(v)
-            if type(v) is only_type:
-                only_check(v)
-
-        return check_typed
-    lookup = by_type.get
-    first = leading or _accept
-    last = after or _accept
-
-    def check_node(v: Any) -> None:
-        first(v)
-        specific = lookup(type(v))
-        if specific is not None:
-            specific(v)
-        last(v)
-
-    return check_node
-
-
 class CompiledSchema:
     """A preflighted tool schema; ``validate`` checks one set of arguments."""
 
-    __slots__ = ("schema", "dialect", "_check")
+    __slots__ = ("schema", "dialect", "_check", "_walk_first")
 
-    def __init__(self, schema: Mapping, dialect: str, check: Check) -> None:
+    def __init__(self, schema: Mapping, dialect: str, check: Check, walk_first: bool = False) -> None:
         self.schema = schema
         self.dialect = dialect
         self._check = check
+        # Without recursion the arguments can only nest as deep as the schema does
+        # before every part is checked; a recursive schema has no such bound, so
+        # the nesting limit is applied up front.
+        self._walk_first = walk_first
 
     def validate(self, arguments: Any) -> None:
         """Raise InputSchemaError unless ``arguments`` is a JSON value the schema accepts."""
         try:
-            check_json(arguments)
-        except NotJson as exc:
-            where = pointer(exc.tokens)
-            raise InputSchemaError(
-                VALIDATION, f"{where or 'arguments'}: {exc.reason}", instance_path=where, keyword=""
-            ) from None
-        try:
+            if self._walk_first:
+                try:
+                    check_json(arguments)
+                except NotJson as exc:
+                    raise domain_failure(exc) from None
             self._check(arguments)
         except Failure as failure:
             raise failure.to_error() from None
@@ -372,7 +344,7 @@ class CompiledSchema:
         try:
             self.validate(arguments)
         except InputSchemaError as exc:
-            if exc.kind == "execution_failure":
+            if exc.kind == EXECUTION_FAILURE:
                 raise
             return False
         return True
@@ -383,4 +355,6 @@ class CompiledSchema:
 
 def compile(schema: Any, dialect: str = CONTRACT) -> CompiledSchema:
     """Preflight the complete schema once; raises InputSchemaError."""
-    return CompiledSchema(schema, dialect, Compiler(dialect).root(schema))
+    compiler = Compiler(dialect)
+    check = compiler.root(schema)
+    return CompiledSchema(schema, dialect, check, walk_first=compiler.recursive)

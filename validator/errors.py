@@ -21,7 +21,8 @@ def escape_token(token: str | int) -> str:
 
 def pointer(tokens: Iterable[str | int]) -> str:
     """An RFC 6901 JSON Pointer from tokens, root first ("" is the whole document)."""
-    return "".join("/" + escape_token(t) for t in tokens)
+    parts = [escape_token(t) for t in tokens]
+    return "/" + "/".join(parts) if parts else ""
 
 
 class InputSchemaError(Exception):

@@ -35,12 +35,14 @@ class Failure(Exception):
         return f"{where}: {text}"
 
     def to_error(self) -> InputSchemaError:
+        if self.causes:
+            message = self.render()
+            where = pointer(self.location())
+        else:  # the common case, without building tuples
+            where = pointer(reversed(self.tokens))
+            message = f"{where or 'arguments'}: {self.text}"
         return InputSchemaError(
-            self.kind,
-            self.render(),
-            instance_path=pointer(self.location()),
-            schema_path=self.schema_path,
-            keyword=self.keyword,
+            self.kind, message, instance_path=where, schema_path=self.schema_path, keyword=self.keyword
         )
 
 

@@ -124,13 +124,16 @@ def type_name(value: Any) -> str:
     return "object"
 
 
+_quote = json.JSONEncoder(ensure_ascii=False).encode  # one encoder: json.dumps(…, ensure_ascii=False) builds a new one per call
+
+
 def describe(value: Any, limit: int = 60) -> str:
     """A short, safe rendering of a value for an error message (never huge, never raises)."""
     t = type(value)
     if t is str:
         if len(value) > limit:
-            return json.dumps(value[:limit], ensure_ascii=False) + f"… ({len(value)} characters)"
-        return json.dumps(value, ensure_ascii=False)
+            return _quote(value[:limit]) + f"… ({len(value)} characters)"
+        return _quote(value)
     if t is bool:
         return "true" if value else "false"
     if value is None:

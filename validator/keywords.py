@@ -12,7 +12,7 @@ or a float, and so on.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from .failures import Exhausted, Failure, Invalid
 from .json_values import describe, equality_key, type_name
@@ -64,38 +64,98 @@ def compile_type(value: Any, site: Site) -> Check:
 
     def check_type(v: Any) -> None:
         t = type(v)
-        if t in allowed or (integral_floats and t is float and v.is_integer()):
+        if t is float:
+            if v - v != 0:  # NaN or an infinity: not a JSON number at all
+                raise Invalid("", "", f"{v!r} is not a JSON number (JSON has no NaN or Infinity)")
+            if t in allowed or (integral_floats and v.is_integer()):
+                return
+        elif t in allowed:
             return
         raise Invalid("type", path, f"{describe(v)} is not of type {expected}")
 
+    # Values of these exact types pass without calling check_type (see nodes.combine).
+    check_type.exact = allowed - {float}  # type: ignore[attr-defined]
     return check_type
 
 
 # --- object keywords --------------------------------------------------------
 
 
+def _fused_additional(site: Site) -> str | None:
+    """The additionalProperties key that properties enforces in its own pass, if any.
+
+    Walking the object once for both is the common case (and the fast one);
+    patternProperties also declares names, so then additionalProperties runs alone.
+    """
+    if site.dialect == EXTENDED and "patternProperties" in site.schema:
+        return None
+    for key in ("additionalProperties", "additional_properties"):
+        if key in site.schema:
+            return key
+    return None
+
+
 def compile_properties(value: Any, site: Site) -> Check | None:
-    if not isinstance(value, dict):
+    if not isinstance(value, Mapping):
         raise site.malformed(f"properties must be an object mapping names to schemas, not {describe(value)}")
     for name in value:
         if type(name) is not str:
             raise site.malformed(f"property names must be strings, not {describe(name)}", name)
-    items = tuple((name, site.sub(schema, name)) for name, schema in value.items())
-    if not items:
+    checks = {name: site.sub(schema, name) for name, schema in value.items()}
+    key = _fused_additional(site)
+    extra = site.schema[key] if key is not None else True
+    if extra is True and not checks:
         return None
-    missing = object()
+    get = checks.get
+    if extra is True:
 
-    def check_properties(v: dict) -> None:
-        for name, check in items:
-            item = v.get(name, missing)
-            if item is not missing:
+        def check_properties(v: dict) -> None:
+            for name, item in v.items():
+                check = get(name)
+                if check is not None:
+                    try:
+                        check(item)
+                    except Failure as failure:
+                        failure.tokens.append(name)
+                        raise
+
+        return check_properties
+    extra_path, names = site.sibling(key).path, frozenset(checks)
+    if extra is False:
+
+        def check_closed(v: dict) -> None:
+            for name, item in v.items():
+                check = get(name)
+                if check is None:
+                    raise Invalid(key, extra_path, _not_allowed(name, names))
                 try:
                     check(item)
                 except Failure as failure:
                     failure.tokens.append(name)
                     raise
 
-    return check_properties
+        return check_closed
+    extra_check = site.sibling(key).sub(extra)
+
+    def check_with_additional(v: dict) -> None:
+        for name, item in v.items():
+            check = get(name)
+            if check is None:
+                if type(name) is not str:
+                    raise Invalid("", "", f"object key {name!r} is not a string")
+                check = extra_check
+            try:
+                check(item)
+            except Failure as failure:
+                failure.tokens.append(name)
+                raise
+
+    return check_with_additional
+
+
+def _not_allowed(name: Any, names: frozenset) -> str:
+    shown = f'"{name}"' if type(name) is str else f"{name!r} (not a string)"
+    return f"property {shown} is not allowed (no additional properties; allowed: {_names(names)})"
 
 
 def compile_required(value: Any, site: Site) -> Check | None:
@@ -117,6 +177,8 @@ def compile_required(value: Any, site: Site) -> Check | None:
 
 
 def compile_additional_properties(value: Any, site: Site) -> Check | None:
+    if "properties" in site.schema and _fused_additional(site) == site.keyword:
+        return None  # compile_properties enforces it in the same pass
     if value is True:
         return None
     declared = site.compiler.declared_properties(site)
@@ -126,17 +188,16 @@ def compile_additional_properties(value: Any, site: Site) -> Check | None:
 
         def check_no_additional(v: dict) -> None:
             for name in v:
-                if not declared(name):
-                    raise Invalid(
-                        keyword, path,
-                        f'property "{name}" is not allowed (no additional properties; allowed: {_names(names)})',
-                    )
+                if type(name) is not str or not declared(name):
+                    raise Invalid(keyword, path, _not_allowed(name, names))
 
         return check_no_additional
     check = site.sub(value)
 
     def check_additional(v: dict) -> None:
         for name, item in v.items():
+            if type(name) is not str:
+                raise Invalid("", "", f"object key {name!r} is not a string")
             if not declared(name):
                 try:
                     check(item)
@@ -233,7 +294,7 @@ def compile_pattern_keyword(value: Any, site: Site) -> Check:
         matches = compile_pattern(source, extended=site.dialect == EXTENDED)
     except PatternError as exc:
         raise site.fail(exc.kind, f"pattern {describe(source)}: {exc.message}") from None
-    path = site.path
+    path, shown = site.path, describe(source)
 
     def check_pattern(v: str) -> None:
         try:
@@ -242,10 +303,10 @@ def compile_pattern_keyword(value: Any, site: Site) -> Check:
         except PatternTimeout:
             raise Exhausted(
                 "pattern", path,
-                f"matching {describe(v)} against the pattern {describe(source)} exceeded the work limit; "
+                f"matching {describe(v)} against the pattern {shown} exceeded the work limit; "
                 "the value could not be checked (send a shorter or simpler value)",
             ) from None
-        raise Invalid("pattern", path, f"{describe(v)} does not match the pattern {describe(source)}")
+        raise Invalid("pattern", path, f"{describe(v)} does not match the pattern {shown}")
 
     return check_pattern
 
@@ -384,8 +445,9 @@ KEYWORDS: dict[str, Keyword] = {
     row.name: row
     for row in (
         Keyword("type", compile_type, "type"),
-        Keyword("properties", compile_properties, "object"),
+        # required before properties: a missing property is the first thing to report.
         Keyword("required", compile_required, "object"),
+        Keyword("properties", compile_properties, "object"),
         Keyword("additionalProperties", compile_additional_properties, "object"),
         Keyword("additional_properties", compile_additional_properties, "object"),
         Keyword("description", compile_string_annotation, None),
@@ -399,9 +461,10 @@ KEYWORDS: dict[str, Keyword] = {
         Keyword("maximum", compile_maximum, "number"),
         Keyword("minLength", compile_min_length, "string"),
         Keyword("pattern", compile_pattern_keyword, "string"),
-        Keyword("items", compile_items, "array"),
+        # The size bounds before items: a wrong length is reported without walking the array.
         Keyword("minItems", compile_min_items, "array"),
         Keyword("maxItems", compile_max_items, "array"),
+        Keyword("items", compile_items, "array"),
         Keyword("oneOf", compile_one_of, "any"),
         Keyword("anyOf", compile_any_of, "any"),
         Keyword("not", compile_not, "any"),

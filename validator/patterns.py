@@ -229,6 +229,14 @@ _QUANTIFIER_BRACES = regex.compile(r"\{([0-9]+)(?:(,)([0-9]*))?\}")
 def translate(source: str, *, extended: bool = False) -> str:
     """Check ``source`` against the portable subset and return the `regex` VERSION0 text.
 
+    Raises PatternError.
+    """
+    return _translate(source, extended)[0]
+
+
+def _translate(source: str, extended: bool) -> tuple[str, int, bool]:
+    """(regex text, quantifiers + alternatives, whether a quantifier applies to a group).
+
     Raises PatternError. One left-to-right pass with an explicit group stack, so
     hostile nesting cannot exhaust the interpreter's recursion limit. Alongside,
     it tracks the expanded size (what `regex` will allocate) to refuse patterns
@@ -240,6 +248,8 @@ def translate(source: str, *, extended: bool = False) -> str:
     stack: list[tuple[int, int]] = []  # (offset of '(', enclosing level's size)
     size = 0  # expanded size of the current group level so far
     last: int | None = None  # size of the atom a quantifier would repeat, if any
+    last_is_group = False
+    choices, nested = 0, False  # for the backtracking bound in compile_pattern
     i, n = 0, len(source)
     while i < n:
         ch = source[i]
@@ -286,10 +296,13 @@ def translate(source: str, *, extended: bool = False) -> str:
             out.append(")")
             i += 1
             size, last = outer + size, size
+            last_is_group = True
+            continue
         elif ch == "|":
             out.append("|")
             i += 1
             last = None
+            choices += 1
         elif ch in "*+?{":
             if ch == "{":
                 m = _QUANTIFIER_BRACES.match(source, i)
@@ -315,6 +328,8 @@ def translate(source: str, *, extended: bool = False) -> str:
             out.append(token)
             size += last * (times - 1)
             last = None
+            choices += 1
+            nested = nested or last_is_group
             if size > MAX_EXPANDED_SIZE:
                 raise _unsupported(f"the pattern expands beyond {MAX_EXPANDED_SIZE} nodes; simplify its repeat counts")
         elif ch == "}" or ch == "]":
@@ -323,23 +338,36 @@ def translate(source: str, *, extended: bool = False) -> str:
             out.append(_literal(ch))
             i += 1
             size, last = size + 1, 1
+        last_is_group = False
     if stack:
         raise _malformed(f"the '(' at offset {stack[-1][0] - 1} is never closed")
     if size > MAX_EXPANDED_SIZE:
         raise _unsupported(f"the pattern expands beyond {MAX_EXPANDED_SIZE} nodes; simplify its repeat counts")
-    return "".join(out)
+    return "".join(out), choices, nested
+
+
+# Backtracking work a search may do without the time limit. With no quantifier
+# applied to a group, each quantifier or alternative is one choice of at most
+# n + 1 ways, so a search over n characters of a pattern with k choices and m
+# characters explores at most about m * (n + 1) ** (k + 1) states.
+UNTIMED_WORK_BUDGET = 2_000_000
 
 
 def compile_pattern(source: str, *, extended: bool = False) -> Callable[[str], bool]:
     """A search predicate for ``source``; raises PatternError, and the predicate PatternTimeout."""
-    text = translate(source, extended=extended)
+    text, choices, nested = _translate(source, extended)
     try:
         compiled = regex.compile(text, regex.VERSION0)
     except (regex.error, OverflowError, MemoryError) as exc:  # the scanner should make this unreachable
         raise _malformed(f"the pattern does not compile: {exc}") from None
     search = compiled.search
+    # Arming the time limit costs about as much as a short search, so a string
+    # short enough that the bound above proves the search cheap goes without it.
+    untimed = -1 if nested else int((UNTIMED_WORK_BUDGET / max(len(text), 1)) ** (1 / (choices + 1))) - 1
 
     def matches(value: str) -> bool:
+        if len(value) <= untimed:
+            return search(value) is not None
         try:
             return search(value, timeout=MATCH_TIMEOUT_SECONDS) is not None
         except TimeoutError:

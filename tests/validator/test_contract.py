@@ -693,3 +693,45 @@ def test_compile_once_validate_many_is_reentrant():
 def test_unknown_dialect_is_a_value_error():
     with pytest.raises(ValueError):
         validator.compile({"type": "object"}, dialect="draft-07")
+
+
+# The JSON domain is enforced by every schema shape, not just untyped ones.
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "number"},
+        {"type": "integer"},
+        {"type": ["number", "null"]},
+        {"minimum": 0},
+        {"enum": [1]},
+        {"type": "array", "items": {"type": "number"}},
+        {"type": "object", "properties": {"a": {"type": "number"}}, "additionalProperties": False},
+        {"type": "object", "additionalProperties": {"type": "number"}},
+        {"oneOf": [{"type": "number"}, {"type": "string"}]},
+        {"not": {"type": "string"}},
+    ],
+)
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_non_finite_numbers_are_refused_under_every_schema(schema, bad):
+    value = {"a": bad} if schema.get("type") == "object" else ([bad] if schema.get("type") == "array" else bad)
+    error = arg_error(root(v=schema), {"v": value})
+    assert error.kind == VALIDATION
+    assert "not a JSON number" in error.message or error.keyword in ("enum", "oneOf", "not")
+
+
+@pytest.mark.parametrize(
+    "schema, value",
+    [
+        ({"type": "object", "properties": {"a": {}}, "additionalProperties": False}, {1: "x"}),
+        ({"type": "object", "additionalProperties": {"type": "string"}}, {1: "x"}),
+        ({"type": "object", "properties": {"a": {}}, "additionalProperties": {"type": "string"}}, {("t",): "x"}),
+        ({"type": "object"}, {1: "x"}),
+        ({"type": "array", "items": {"type": "string"}}, ("a",)),
+        ({"type": "array"}, [{1: 2}]),
+        ({"type": "string"}, b"bytes"),
+    ],
+)
+def test_non_json_values_are_refused_under_closed_and_typed_schemas(schema, value):
+    assert arg_error(root(v=schema), {"v": value}).kind == VALIDATION

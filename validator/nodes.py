@@ -1,0 +1,117 @@
+"""Assembling one closure per schema object from its keywords' checks.
+
+Speed matters here: this closure runs for every value of every tools/call.
+So the assembly is specialised: a value whose exact type the `type` keyword
+accepts outright skips the call to the type check, only the checks that apply
+to the value's type are called, and each node is responsible for its own
+value being a JSON value — which a `type` check and a closed object or typed
+array establish for free, so well-typed tool schemas never walk the arguments
+twice.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .failures import Invalid
+from .json_values import NotJson, check_json
+from .site import Check
+
+JSON_SCALARS = frozenset({str, int, bool, type(None)})
+
+
+def accept(value: Any) -> None:
+    return None
+
+
+def domain_failure(exc: NotJson) -> Invalid:
+    failure = Invalid("", "", exc.reason)
+    failure.tokens.extend(reversed(exc.tokens))
+    return failure
+
+
+def check_domain(v: Any) -> None:
+    """Refuse a value outside the JSON domain (NaN, tuples, non-str keys, too deep…)."""
+    t = type(v)
+    if t is str or t is int or t is bool or v is None:
+        return
+    try:
+        check_json(v)
+    except NotJson as exc:
+        raise domain_failure(exc) from None
+
+
+check_domain.exact = JSON_SCALARS  # type: ignore[attr-defined]  # these pass without a call
+
+
+def sequence(checks: list[Check]) -> Check:
+    if len(checks) == 1:
+        return checks[0]
+    if len(checks) == 2:
+        first, second = checks
+
+        def check_both(v: Any) -> None:
+            first(v)
+            second(v)
+
+        return check_both
+    checks_t = tuple(checks)
+
+    def check_all(v: Any) -> None:
+        for check in checks_t:
+            check(v)
+
+    return check_all
+
+
+def combine(leading: Check, by_type: dict[type, list[Check]], trailing: list[Check]) -> Check:
+    """One closure: ``leading`` (type or domain check), then type-specific checks, then the rest.
+
+    ``leading.exact`` names the types that pass it without a call.
+    """
+    exact: frozenset = leading.exact  # type: ignore[attr-defined]
+    specific = {t: sequence(cs) for t, cs in by_type.items()}
+    after = sequence(trailing) if trailing else None
+    if not specific and after is None:
+        if leading is check_domain:
+            return check_domain
+
+        def check_leading(v: Any) -> None:
+            if type(v) not in exact:
+                leading(v)
+
+        return check_leading
+    if len(specific) == 1 and after is None:
+        (only_type, only), = specific.items()
+        if only_type in exact:
+
+            def check_one_type(v: Any) -> None:
+                if type(v) is only_type:
+                    only(v)
+                else:
+                    leading(v)
+
+            return check_one_type
+    lookup = specific.get
+    if after is None:
+
+        def check_node(v: Any) -> None:
+            t = type(v)
+            if t not in exact:
+                leading(v)
+            check = lookup(t)
+            if check is not None:
+                check(v)
+
+        return check_node
+
+    def check_node_then(v: Any) -> None:
+        t = type(v)
+        if t not in exact:
+            leading(v)
+        check = lookup(t)
+        if check is not None:
+            check(v)
+        after(v)
+
+    return check_node_then
