@@ -380,7 +380,12 @@ def main(argv: list[str] | None = None) -> int:
     adhoc.add_argument("--version")
     adhoc.add_argument("--registry", choices=["npm", "pypi"])
     adhoc.add_argument("--url", help="Streamable HTTP URL of a running server")
-    adhoc.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND ARGS... of a stdio server")
+    parser.epilog = "An ad-hoc stdio server follows a literal --: ... -- COMMAND ARGS..."
+    argv = list(sys.argv[1:] if argv is None else argv)
+    cmd: list[str] = []
+    if "--" in argv:
+        split = argv.index("--")
+        argv, cmd = argv[:split], argv[split + 1 :]
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s")
 
@@ -392,7 +397,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{s['name']:32} {s['registry']:5} {s['package']}@{s['version']}  ({state})")
         return 0
 
-    cmd = [c for c in args.command if c != "--"] if args.command else []
+    if args.url and cmd:
+        parser.error("give either --url or -- COMMAND, not both")
     if args.url or cmd:
         missing = [o for o in ("server", "package", "version", "registry") if getattr(args, o) is None]
         if missing:
