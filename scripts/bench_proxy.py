@@ -25,7 +25,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 SERVER = r'''
-import anyio, mcp_types as types
+import anyio, os, mcp_types as types
+BARE = os.environ.get("BENCH_BARE_UPSTREAM") == "1"
 from mcp.server.lowlevel.server import Server
 from mcp.server.stdio import stdio_server
 TOOL = types.Tool(name="echo", input_schema={"type": "object", "properties": {"text": {"type": "string", "minLength": 1}},
@@ -35,7 +36,7 @@ async def call_tool(ctx, params):
     return types.CallToolResult(content=[types.TextContent(type="text", text=params.arguments["text"])])
 async def main():
     server = Server("bench", on_list_tools=list_tools, on_call_tool=call_tool)
-    server.middleware.clear()  # no OpenTelemetry span per message: measure the server, not the tracer
+    if BARE: server.middleware.clear()  # --bare-upstream: without the SDK's default OpenTelemetry middleware
     async with stdio_server() as (r, w):
         await server.run(r, w, server.create_initialization_options())
 anyio.run(main)
@@ -97,7 +98,11 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3, help="alternate direct/proxied this many times")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--bare-upstream", action="store_true",
+                        help="strip the SDK server's default (no-op) OpenTelemetry middleware: a faster baseline")
     args = parser.parse_args()
+    if args.bare_upstream:
+        os.environ["BENCH_BARE_UPSTREAM"] = "1"
     server = [sys.executable, "-c", SERVER]
     proxied_cmd = [sys.executable, "-m", "proxy", "--quiet", "--", *server]
 

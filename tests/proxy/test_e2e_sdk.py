@@ -57,6 +57,23 @@ async def test_listing_through_the_proxy_equals_the_direct_listing(tmp_path: Pat
     assert len(proxied) == 9
 
 
+async def test_the_proxys_own_listing_copies_the_client_envelope(record: Path, mode: str) -> None:
+    info = types.Implementation(name="envelope-test", version="9")
+    async with connect(record, mode, page_size=4, client_info=info) as client:
+        await client.call_tool("echo", {"text": "waits for the catalog"})
+    own = [r for r in records(record, "list") if isinstance(r["id"], str)]
+    assert len(own) == 3  # every page, with ids the client cannot have used
+    assert all(r["id"].startswith("mcp-schema-gate-") for r in own)
+    assert len({r["id"] for r in own}) == 3
+    for r in own:
+        if mode == "legacy":
+            assert not (r["meta"] or {}).get("io.modelcontextprotocol/protocolVersion")
+        else:
+            assert r["meta"]["io.modelcontextprotocol/protocolVersion"] == "2026-07-28"
+            assert r["meta"]["io.modelcontextprotocol/clientInfo"]["name"] == "envelope-test"
+            assert "io.modelcontextprotocol/clientCapabilities" in r["meta"]
+
+
 async def test_valid_call_is_forwarded_and_answered(record: Path, mode: str) -> None:
     async with connect(record, mode) as client:
         result = await client.call_tool("echo", {"text": "héllo"})

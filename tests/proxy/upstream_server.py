@@ -144,6 +144,8 @@ async def record_traffic(ctx, call_next):
     """Middleware: note every tools/call (raw, before any validation) and every notification."""
     if ctx.request_id is None:
         record({"event": "notification", "method": ctx.method, "params": ctx.params})
+    elif ctx.method == "tools/list":
+        record({"event": "list", "id": ctx.request_id, "meta": (ctx.params or {}).get("_meta")})
     elif ctx.method == "tools/call":
         params = dict(ctx.params or {})
         record({"event": "call", "name": params.get("name"), "arguments": params.get("arguments"),
