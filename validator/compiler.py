@@ -13,10 +13,10 @@ from typing import Any, Mapping
 from urllib.parse import unquote
 
 from .errors import EXECUTION_FAILURE, UNSUPPORTED, VALIDATION, InputSchemaError, pointer
-from .failures import Exhausted, Failure, Invalid
+from .failures import Invalid
 from .json_values import NotJson, check_json, describe
 from .keywords import CONTRACT, EXTENDED, KEYWORDS, Keyword
-from .patterns import PatternError, PatternTimeout, compile_pattern
+from .patterns import PatternError, compile_pattern
 from .nodes import check_domain, combine, domain_failure, sequence
 from .site import Check, Site
 
@@ -95,8 +95,8 @@ class Cell:
         self.edges: list[tuple[tuple, str]] = []
 
     def deferred(self) -> Check:
-        def check_deferred(v: Any) -> None:
-            self.check(v)  # type: ignore[misc]  # set before any validation runs
+        def check_deferred(v: Any) -> Any:
+            return self.check(v)  # type: ignore[misc]  # set before any validation runs
 
         return check_deferred
 
@@ -221,23 +221,14 @@ class Compiler:
                 visit(key)
 
     def name_pattern(self, source: Any, site: Site, *more: str | int) -> Any:
-        """A patternProperties name predicate; a timeout becomes an execution failure."""
+        """A patternProperties name predicate (raises PatternTimeout, see name_timeout)."""
         if type(source) is not str:
             raise site.malformed("patternProperties keys must be strings")
         try:
             matches = compile_pattern(source, extended=self.dialect == EXTENDED)
         except PatternError as exc:
             raise site.fail(exc.kind, f"pattern {describe(source)}: {exc.message}", *more) from None
-        path = pointer(site.tokens + more)
-
-        def matches_name(name: str) -> bool:
-            try:
-                return matches(name)
-            except PatternTimeout:
-                raise Exhausted("patternProperties", path,
-                                f"matching the property name {describe(name)} exceeded the work limit") from None
-
-        return matches_name
+        return matches
 
     def node(self, schema: Any, tokens: tuple, depth: int) -> Check:
         if type(schema) is bool and self.dialect == EXTENDED:
@@ -245,8 +236,8 @@ class Compiler:
                 return check_domain
             path = pointer(tokens)
 
-            def check_false(v: Any) -> None:
-                raise Invalid("false", path, f"{describe(v)} is not allowed here (the schema is false)")
+            def check_false(v: Any) -> Invalid:
+                return Invalid("false", path, f"{describe(v)} is not allowed here (the schema is false)")
 
             return check_false
         if type(schema) is bool:
@@ -329,15 +320,15 @@ class CompiledSchema:
                 try:
                     check_json(arguments)
                 except NotJson as exc:
-                    raise domain_failure(exc) from None
-            self._check(arguments)
-        except Failure as failure:
-            raise failure.to_error() from None
+                    raise domain_failure(exc).to_error() from None
+            failure = self._check(arguments)
         except RecursionError:
             # Bounded depths make this unreachable from a shallow caller; a deep one still gets a value.
             raise InputSchemaError(
                 EXECUTION_FAILURE, "arguments: the value nests too deeply to validate here", keyword=""
             ) from None
+        if failure is not None:
+            raise failure.to_error()
 
     def is_valid(self, arguments: Any) -> bool:
         """True or False; an execution failure still raises, since it is not an answer."""

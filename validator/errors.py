@@ -13,10 +13,11 @@ KINDS = (UNSUPPORTED, VALIDATION, EXECUTION_FAILURE)
 
 def escape_token(token: str | int) -> str:
     """One RFC 6901 reference token: '~' becomes '~0' and '/' becomes '~1' (in that order)."""
-    text = str(token)
-    if "~" in text or "/" in text:
-        text = text.replace("~", "~0").replace("/", "~1")
-    return text
+    if type(token) is not str:
+        return str(token)
+    if "~" in token or "/" in token:
+        return token.replace("~", "~0").replace("/", "~1")
+    return token
 
 
 def pointer(tokens: Iterable[str | int]) -> str:
@@ -53,6 +54,17 @@ class InputSchemaError(Exception):
         self.schema_path = schema_path
         self.keyword = keyword
         self.message = message
+
+    @classmethod
+    def of(cls, kind: str, message: str, instance_path: str, schema_path: str, keyword: str) -> "InputSchemaError":
+        """The validator's own fast constructor (positional, kind already known to be valid)."""
+        error = cls.__new__(cls, message)
+        error.kind = kind
+        error.instance_path = instance_path
+        error.schema_path = schema_path
+        error.keyword = keyword
+        error.message = message
+        return error
 
     def to_dict(self) -> dict[str, str]:
         """The machine-readable form (MCP-style camelCase keys)."""

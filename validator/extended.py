@@ -11,7 +11,9 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any, Mapping
 
-from .failures import Failure, Invalid
+from .errors import EXECUTION_FAILURE
+from .failures import Exhausted, Failure, Invalid
+from .patterns import PatternTimeout
 from .json_values import describe, equality_key
 from .site import Check, Site
 
@@ -27,9 +29,9 @@ _ANNOTATION_KEYS = frozenset({
 def compile_const(value: Any, site: Site) -> Check:
     key, path, shown = equality_key(site.json_value(value)), site.path, describe(value)
 
-    def check_const(v: Any) -> None:
+    def check_const(v: Any) -> Failure | None:
         if equality_key(v) != key:
-            raise Invalid("const", path, f"{describe(v)} is not the required value {shown}")
+            return Invalid("const", path, f"{describe(v)} is not the required value {shown}")
 
     return check_const
 
@@ -37,9 +39,12 @@ def compile_const(value: Any, site: Site) -> Check:
 def compile_all_of(value: Any, site: Site) -> Check:
     branches = tuple(site.sub(b, i) for i, b in enumerate(site.array(value, non_empty=True)))
 
-    def check_all_of(v: Any) -> None:
+    def check_all_of(v: Any) -> Failure | None:
         for branch in branches:
-            branch(v)  # the first failing branch explains itself, with its own schema path
+            failure = branch(v)
+            if failure is not None:
+                return failure  # the first failing branch explains itself, with its own schema path
+        return None
 
     return check_all_of
 
@@ -50,9 +55,9 @@ def compile_all_of(value: Any, site: Site) -> Check:
 def compile_max_length(value: Any, site: Site) -> Check:
     bound, path = site.count(value), site.path
 
-    def check_max_length(v: str) -> None:
+    def check_max_length(v: str) -> Failure | None:
         if len(v) > bound:
-            raise Invalid("maxLength", path, f"{describe(v)} is longer than {bound} character{'s' * (bound != 1)}")
+            return Invalid("maxLength", path, f"{describe(v)} is longer than {bound} character{'s' * (bound != 1)}")
 
     return check_max_length
 
@@ -62,9 +67,9 @@ def compile_exclusive_minimum(value: Any, site: Site) -> Check:
         raise site.unsupported("boolean exclusiveMinimum is draft-04 syntax; use a numeric exclusiveMinimum")
     bound, path = site.number(value), site.path
 
-    def check_exclusive_minimum(v: int | float) -> None:
+    def check_exclusive_minimum(v: int | float) -> Failure | None:
         if v <= bound:
-            raise Invalid("exclusiveMinimum", path, f"{describe(v)} must be greater than {describe(bound)}")
+            return Invalid("exclusiveMinimum", path, f"{describe(v)} must be greater than {describe(bound)}")
 
     return check_exclusive_minimum
 
@@ -74,9 +79,9 @@ def compile_exclusive_maximum(value: Any, site: Site) -> Check:
         raise site.unsupported("boolean exclusiveMaximum is draft-04 syntax; use a numeric exclusiveMaximum")
     bound, path = site.number(value), site.path
 
-    def check_exclusive_maximum(v: int | float) -> None:
+    def check_exclusive_maximum(v: int | float) -> Failure | None:
         if v >= bound:
-            raise Invalid("exclusiveMaximum", path, f"{describe(v)} must be less than {describe(bound)}")
+            return Invalid("exclusiveMaximum", path, f"{describe(v)} must be less than {describe(bound)}")
 
     return check_exclusive_maximum
 
@@ -92,13 +97,13 @@ def compile_multiple_of(value: Any, site: Site) -> Check:
         raise site.malformed(f"multipleOf must be greater than 0, not {describe(divisor)}")
     exact, path = _exact(divisor), site.path
 
-    def check_multiple_of(v: int | float) -> None:
+    def check_multiple_of(v: int | float) -> Failure | None:
         if type(v) is int and type(exact) is int:
             if v % exact == 0:
                 return
         elif Fraction(_exact(v)) / exact % 1 == 0:
             return
-        raise Invalid("multipleOf", path, f"{describe(v)} is not a multiple of {describe(divisor)}")
+        return Invalid("multipleOf", path, f"{describe(v)} is not a multiple of {describe(divisor)}")
 
     return check_multiple_of
 
@@ -111,9 +116,9 @@ def compile_min_properties(value: Any, site: Site) -> Check | None:
     if bound == 0:
         return None
 
-    def check_min_properties(v: dict) -> None:
+    def check_min_properties(v: dict) -> Failure | None:
         if len(v) < bound:
-            raise Invalid("minProperties", path, f"the object has fewer than {bound} properties")
+            return Invalid("minProperties", path, f"the object has fewer than {bound} properties")
 
     return check_min_properties
 
@@ -121,9 +126,9 @@ def compile_min_properties(value: Any, site: Site) -> Check | None:
 def compile_max_properties(value: Any, site: Site) -> Check:
     bound, path = site.count(value), site.path
 
-    def check_max_properties(v: dict) -> None:
+    def check_max_properties(v: dict) -> Failure | None:
         if len(v) > bound:
-            raise Invalid("maxProperties", path, f"the object has more than {bound} properties ({len(v)})")
+            return Invalid("maxProperties", path, f"the object has more than {bound} properties ({len(v)})")
 
     return check_max_properties
 
@@ -131,12 +136,14 @@ def compile_max_properties(value: Any, site: Site) -> Check:
 def compile_property_names(value: Any, site: Site) -> Check:
     check, path = site.sub(value), site.path
 
-    def check_property_names(v: dict) -> None:
+    def check_property_names(v: dict) -> Failure | None:
         for name in v:
-            try:
-                check(name)
-            except Invalid as failure:
-                raise Invalid("propertyNames", path, f"the property name {describe(name)} is not allowed:", [failure]) from None
+            failure = check(name)
+            if failure is not None:
+                if failure.kind is EXECUTION_FAILURE:
+                    return failure
+                return Invalid("propertyNames", path, f"the property name {describe(name)} is not allowed:", [failure])
+        return None
 
     return check_property_names
 
@@ -148,16 +155,22 @@ def compile_pattern_properties(value: Any, site: Site) -> Check | None:
                   for source, schema in value.items())
     if not rules:
         return None
+    path = site.path
 
-    def check_pattern_properties(v: dict) -> None:
+    def check_pattern_properties(v: dict) -> Failure | None:
         for name, item in v.items():
             for matches, check in rules:
-                if matches(name):
-                    try:
-                        check(item)
-                    except Failure as failure:
+                try:
+                    hit = matches(name)
+                except PatternTimeout:
+                    return Exhausted("patternProperties", path, f"matching the property name {describe(name)} "
+                                     "exceeded the work limit; the object could not be checked")
+                if hit:
+                    failure = check(item)
+                    if failure is not None:
                         failure.tokens.append(name)
-                        raise
+                        return failure
+        return None
 
     return check_pattern_properties
 
@@ -173,12 +186,12 @@ def compile_dependent_required(value: Any, site: Site) -> Check | None:
             rules.append((name, tuple(needed)))
     path, keyword = site.path, site.keyword
 
-    def check_dependent_required(v: dict) -> None:
+    def check_dependent_required(v: dict) -> Failure | None:
         for name, needed in rules:
             if name in v:
                 for other in needed:
                     if other not in v:
-                        raise Invalid(keyword, path, f'property "{other}" is required when "{name}" is present')
+                        return Invalid(keyword, path, f'property "{other}" is required when "{name}" is present')
 
     return check_dependent_required if rules else None
 
@@ -188,10 +201,13 @@ def compile_dependent_schemas(value: Any, site: Site) -> Check | None:
         raise site.malformed(f"dependentSchemas must be an object, not {describe(value)}")
     rules = tuple((name, site.sub(schema, name)) for name, schema in value.items())
 
-    def check_dependent_schemas(v: dict) -> None:
+    def check_dependent_schemas(v: dict) -> Failure | None:
         for name, check in rules:
             if name in v:
-                check(v)
+                failure = check(v)
+                if failure is not None:
+                    return failure
+        return None
 
     return check_dependent_schemas if rules else None
 
@@ -209,9 +225,8 @@ def compile_dependencies(value: Any, site: Site) -> Check | None:
         return checks[0]
     first, second = checks
 
-    def check_dependencies(v: dict) -> None:
-        first(v)
-        second(v)
+    def check_dependencies(v: dict) -> Failure | None:
+        return first(v) or second(v)
 
     return check_dependencies
 
@@ -222,13 +237,12 @@ def compile_dependencies(value: Any, site: Site) -> Check | None:
 def compile_prefix_items(value: Any, site: Site) -> Check:
     checks = tuple(site.sub(schema, i) for i, schema in enumerate(site.array(value, non_empty=True)))
 
-    def check_prefix_items(v: list) -> None:
+    def check_prefix_items(v: list) -> Failure | None:
         for index, (item, check) in enumerate(zip(v, checks)):
-            try:
-                check(item)
-            except Failure as failure:
+            failure = check(item)
+            if failure is not None:
                 failure.tokens.append(index)
-                raise
+                return failure
 
     return check_prefix_items
 
@@ -240,12 +254,12 @@ def compile_unique_items(value: Any, site: Site) -> Check | None:
         return None
     path = site.path
 
-    def check_unique_items(v: list) -> None:
+    def check_unique_items(v: list) -> Failure | None:
         seen: dict = {}
         for index, item in enumerate(v):
             first = seen.setdefault(equality_key(item), index)
             if first != index:
-                raise Invalid("uniqueItems", path, f"items {first} and {index} are equal; all items must be unique")
+                return Invalid("uniqueItems", path, f"items {first} and {index} are equal; all items must be unique")
 
     return check_unique_items
 
@@ -255,18 +269,18 @@ def compile_contains(value: Any, site: Site) -> Check | None:
     low = site.sibling("minContains").count(site.schema["minContains"]) if "minContains" in site.schema else 1
     high = site.sibling("maxContains").count(site.schema["maxContains"]) if "maxContains" in site.schema else None
 
-    def check_contains(v: list) -> None:
+    def check_contains(v: list) -> Failure | None:
         count = 0
         for item in v:
-            try:
-                check(item)
-            except Invalid:
-                continue
-            count += 1
+            failure = check(item)
+            if failure is None:
+                count += 1
+            elif failure.kind is EXECUTION_FAILURE:
+                return failure
         if count < low:
-            raise Invalid("contains", path, f"{describe(v)} has {count} item(s) matching the contains schema; at least {low} required")
+            return Invalid("contains", path, f"{describe(v)} has {count} item(s) matching the contains schema; at least {low} required")
         if high is not None and count > high:
-            raise Invalid("maxContains", path, f"{describe(v)} has {count} items matching the contains schema; at most {high} allowed")
+            return Invalid("maxContains", path, f"{describe(v)} has {count} items matching the contains schema; at most {high} allowed")
 
     return check_contains
 
@@ -286,15 +300,13 @@ def compile_if(value: Any, site: Site) -> Check | None:
     if then is None and otherwise is None:
         return None
 
-    def check_if(v: Any) -> None:
-        try:
-            condition(v)
-        except Invalid:
-            if otherwise is not None:
-                otherwise(v)
-            return
-        if then is not None:
-            then(v)
+    def check_if(v: Any) -> Failure | None:
+        failure = condition(v)
+        if failure is None:
+            return then(v) if then is not None else None
+        if failure.kind is EXECUTION_FAILURE:
+            return failure
+        return otherwise(v) if otherwise is not None else None
 
     return check_if
 

@@ -1,17 +1,22 @@
-"""Failures raised by compiled checks while they walk the arguments.
+"""Failures returned by compiled checks while they walk the arguments.
+
+A check returns None when the value passes and a Failure when it does not.
+Returning instead of raising keeps the failure path as cheap as the happy
+one: a raised exception would build a traceback at every level it crosses.
 
 Checks know their schema location at compile time but not where in the
 arguments they run, so the instance path is collected on the way *out*: each
-container check appends its key to ``tokens`` as the failure passes through.
-The happy path therefore pays nothing for path bookkeeping.
+container check appends its key to ``tokens`` as it returns the failure.
 """
 
 from __future__ import annotations
 
-from .errors import EXECUTION_FAILURE, VALIDATION, InputSchemaError, pointer
+from .errors import EXECUTION_FAILURE, VALIDATION, InputSchemaError, escape_token, pointer
+
+_MAX_CAUSES = 5
 
 
-class Failure(Exception):
+class Failure:
     __slots__ = ("keyword", "schema_path", "text", "tokens", "causes")
 
     kind = VALIDATION
@@ -31,7 +36,7 @@ class Failure(Exception):
         text = self.text
         if self.causes:
             absolute = self.location(prefix)
-            text += " " + "; ".join(f"[{i}] {c.render(absolute)}" for i, c in _numbered(self.causes))
+            text += " " + "; ".join(f"[{i}] {c.render(absolute)}" for i, c in enumerate(self.causes[:_MAX_CAUSES]))
         return f"{where}: {text}"
 
     def to_error(self) -> InputSchemaError:
@@ -39,27 +44,24 @@ class Failure(Exception):
             message = self.render()
             where = pointer(self.location())
         else:  # the common case, without building tuples
-            where = pointer(reversed(self.tokens))
+            where = ""
+            for token in reversed(self.tokens):
+                where += "/" + escape_token(token)
             message = f"{where or 'arguments'}: {self.text}"
-        return InputSchemaError(
-            self.kind, message, instance_path=where, schema_path=self.schema_path, keyword=self.keyword
-        )
+        return InputSchemaError.of(self.kind, message, where, self.schema_path, self.keyword)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.keyword} at {self.schema_path!r}: {self.text}>"
 
 
 class Invalid(Failure):
     """The value breaks a constraint. Compositions (not, oneOf, anyOf) may absorb it."""
 
+    __slots__ = ()
+
 
 class Exhausted(Failure):
     """A pattern ran out of its work limit. Never absorbed: it is not a mismatch."""
 
+    __slots__ = ()
     kind = EXECUTION_FAILURE
-
-
-_MAX_CAUSES = 5
-
-
-def _numbered(causes: list[Failure]):
-    """Branch failures to quote in a composition message (a few, each with its branch index)."""
-    shown = [(i, c) for i, c in enumerate(causes) if c is not None][:_MAX_CAUSES]
-    return shown

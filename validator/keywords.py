@@ -14,8 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional
 
+from .errors import EXECUTION_FAILURE
 from .failures import Exhausted, Failure, Invalid
-from .json_values import describe, equality_key, type_name
+from .json_values import describe, equality_key
 from .patterns import PatternError, PatternTimeout, compile_pattern
 from .site import Check, Site
 
@@ -62,16 +63,16 @@ def compile_type(value: Any, site: Site) -> Check:
     path = site.path
     expected = " or ".join(f'"{n}"' for n in names)
 
-    def check_type(v: Any) -> None:
+    def check_type(v: Any) -> Failure | None:
         t = type(v)
         if t is float:
             if v - v != 0:  # NaN or an infinity: not a JSON number at all
-                raise Invalid("", "", f"{v!r} is not a JSON number (JSON has no NaN or Infinity)")
+                return Invalid("", "", f"{v!r} is not a JSON number (JSON has no NaN or Infinity)")
             if t in allowed or (integral_floats and v.is_integer()):
                 return
         elif t in allowed:
             return
-        raise Invalid("type", path, f"{describe(v)} is not of type {expected}")
+        return Invalid("type", path, f"{describe(v)} is not of type {expected}")
 
     # Values of these exact types pass without calling check_type (see nodes.combine).
     check_type.exact = allowed - {float}  # type: ignore[attr-defined]
@@ -109,46 +110,43 @@ def compile_properties(value: Any, site: Site) -> Check | None:
     get = checks.get
     if extra is True:
 
-        def check_properties(v: dict) -> None:
+        def check_properties(v: dict) -> Failure | None:
             for name, item in v.items():
                 check = get(name)
                 if check is not None:
-                    try:
-                        check(item)
-                    except Failure as failure:
+                    failure = check(item)
+                    if failure is not None:
                         failure.tokens.append(name)
-                        raise
+                        return failure
 
         return check_properties
     extra_path, names = site.sibling(key).path, frozenset(checks)
     if extra is False:
 
-        def check_closed(v: dict) -> None:
+        def check_closed(v: dict) -> Failure | None:
             for name, item in v.items():
                 check = get(name)
                 if check is None:
-                    raise Invalid(key, extra_path, _not_allowed(name, names))
-                try:
-                    check(item)
-                except Failure as failure:
+                    return Invalid(key, extra_path, _not_allowed(name, names))
+                failure = check(item)
+                if failure is not None:
                     failure.tokens.append(name)
-                    raise
+                    return failure
 
         return check_closed
     extra_check = site.sibling(key).sub(extra)
 
-    def check_with_additional(v: dict) -> None:
+    def check_with_additional(v: dict) -> Failure | None:
         for name, item in v.items():
             check = get(name)
             if check is None:
                 if type(name) is not str:
-                    raise Invalid("", "", f"object key {name!r} is not a string")
+                    return Invalid("", "", f"object key {name!r} is not a string")
                 check = extra_check
-            try:
-                check(item)
-            except Failure as failure:
+            failure = check(item)
+            if failure is not None:
                 failure.tokens.append(name)
-                raise
+                return failure
 
     return check_with_additional
 
@@ -168,10 +166,10 @@ def compile_required(value: Any, site: Site) -> Check | None:
         return None
     path = site.path
 
-    def check_required(v: dict) -> None:
+    def check_required(v: dict) -> Failure | None:
         for name in names:
             if name not in v:
-                raise Invalid("required", path, f'missing required property "{name}"')
+                return Invalid("required", path, f'missing required property "{name}"')
 
     return check_required
 
@@ -186,26 +184,39 @@ def compile_additional_properties(value: Any, site: Site) -> Check | None:
     if value is False:
         names = declared.names
 
-        def check_no_additional(v: dict) -> None:
+        def check_no_additional(v: dict) -> Failure | None:
             for name in v:
-                if type(name) is not str or not declared(name):
-                    raise Invalid(keyword, path, _not_allowed(name, names))
+                try:
+                    if type(name) is not str or not declared(name):
+                        return Invalid(keyword, path, _not_allowed(name, names))
+                except PatternTimeout:
+                    return name_timeout(name, path)
+            return None
 
         return check_no_additional
     check = site.sub(value)
 
-    def check_additional(v: dict) -> None:
+    def check_additional(v: dict) -> Failure | None:
         for name, item in v.items():
             if type(name) is not str:
-                raise Invalid("", "", f"object key {name!r} is not a string")
-            if not declared(name):
-                try:
-                    check(item)
-                except Failure as failure:
-                    failure.tokens.append(name)
-                    raise
+                return Invalid("", "", f"object key {name!r} is not a string")
+            try:
+                if declared(name):
+                    continue
+            except PatternTimeout:
+                return name_timeout(name, path)
+            failure = check(item)
+            if failure is not None:
+                failure.tokens.append(name)
+                return failure
+        return None
 
     return check_additional
+
+
+def name_timeout(name: str, path: str) -> Exhausted:
+    return Exhausted("patternProperties", path, f"matching the property name {describe(name)} against "
+                     "patternProperties exceeded the work limit; the object could not be checked")
 
 
 def _names(names: frozenset) -> str:
@@ -239,11 +250,11 @@ def compile_enum(value: Any, site: Site) -> Check:
     path = site.path
     shown = ", ".join(describe(c, limit=30) for c in choices[:10]) + (", …" if len(choices) > 10 else "")
 
-    def check_enum(v: Any) -> None:
+    def check_enum(v: Any) -> Failure | None:
         t = type(v)
         key = v if (t is str or t is int or t is float or v is None) else equality_key(v)
         if key not in keys:
-            raise Invalid("enum", path, f"{describe(v)} is not one of the allowed values: {shown}" if choices
+            return Invalid("enum", path, f"{describe(v)} is not one of the allowed values: {shown}" if choices
                           else "no value is allowed here (the enum is empty)")
 
     return check_enum
@@ -255,9 +266,9 @@ def compile_enum(value: Any, site: Site) -> Check:
 def compile_minimum(value: Any, site: Site) -> Check:
     bound, path = site.number(value), site.path
 
-    def check_minimum(v: int | float) -> None:
+    def check_minimum(v: int | float) -> Failure | None:
         if v < bound:
-            raise Invalid("minimum", path, f"{describe(v)} is less than the minimum of {describe(bound)}")
+            return Invalid("minimum", path, f"{describe(v)} is less than the minimum of {describe(bound)}")
 
     return check_minimum
 
@@ -265,9 +276,9 @@ def compile_minimum(value: Any, site: Site) -> Check:
 def compile_maximum(value: Any, site: Site) -> Check:
     bound, path = site.number(value), site.path
 
-    def check_maximum(v: int | float) -> None:
+    def check_maximum(v: int | float) -> Failure | None:
         if v > bound:
-            raise Invalid("maximum", path, f"{describe(v)} is greater than the maximum of {describe(bound)}")
+            return Invalid("maximum", path, f"{describe(v)} is greater than the maximum of {describe(bound)}")
 
     return check_maximum
 
@@ -280,10 +291,10 @@ def compile_min_length(value: Any, site: Site) -> Check | None:
     if bound == 0:
         return None
 
-    def check_min_length(v: str) -> None:
+    def check_min_length(v: str) -> Failure | None:
         # Python's len() counts code points, which is what JSON Schema counts.
         if len(v) < bound:
-            raise Invalid("minLength", path, f"{describe(v)} is shorter than {bound} character{'s' * (bound != 1)}")
+            return Invalid("minLength", path, f"{describe(v)} is shorter than {bound} character{'s' * (bound != 1)}")
 
     return check_min_length
 
@@ -296,17 +307,17 @@ def compile_pattern_keyword(value: Any, site: Site) -> Check:
         raise site.fail(exc.kind, f"pattern {describe(source)}: {exc.message}") from None
     path, shown = site.path, describe(source)
 
-    def check_pattern(v: str) -> None:
+    def check_pattern(v: str) -> Failure | None:
         try:
             if matches(v):
-                return
+                return None
         except PatternTimeout:
-            raise Exhausted(
+            return Exhausted(
                 "pattern", path,
                 f"matching {describe(v)} against the pattern {shown} exceeded the work limit; "
                 "the value could not be checked (send a shorter or simpler value)",
-            ) from None
-        raise Invalid("pattern", path, f"{describe(v)} does not match the pattern {shown}")
+            )
+        return Invalid("pattern", path, f"{describe(v)} does not match the pattern {shown}")
 
     return check_pattern
 
@@ -323,23 +334,21 @@ def compile_items(value: Any, site: Site) -> Check:
     # In 2020-12, items applies only to the elements after prefixItems.
     start = len(prefix) if type(prefix) is list else 0
 
-    def check_items(v: list) -> None:
+    def check_items(v: list) -> Failure | None:
         for index in range(start, len(v)):
-            try:
-                check(v[index])
-            except Failure as failure:
+            failure = check(v[index])
+            if failure is not None:
                 failure.tokens.append(index)
-                raise
+                return failure
 
     if start == 0:
 
-        def check_items(v: list) -> None:  # noqa: F811  (the common case, without index arithmetic)
+        def check_items(v: list) -> Failure | None:  # noqa: F811  (the common case, without index arithmetic)
             for index, item in enumerate(v):
-                try:
-                    check(item)
-                except Failure as failure:
+                failure = check(item)
+                if failure is not None:
                     failure.tokens.append(index)
-                    raise
+                    return failure
 
     return check_items
 
@@ -349,9 +358,9 @@ def compile_min_items(value: Any, site: Site) -> Check | None:
     if bound == 0:
         return None
 
-    def check_min_items(v: list) -> None:
+    def check_min_items(v: list) -> Failure | None:
         if len(v) < bound:
-            raise Invalid("minItems", path, f"{describe(v)} has fewer than {bound} item{'s' * (bound != 1)}")
+            return Invalid("minItems", path, f"{describe(v)} has fewer than {bound} item{'s' * (bound != 1)}")
 
     return check_min_items
 
@@ -359,9 +368,9 @@ def compile_min_items(value: Any, site: Site) -> Check | None:
 def compile_max_items(value: Any, site: Site) -> Check:
     bound, path = site.count(value), site.path
 
-    def check_max_items(v: list) -> None:
+    def check_max_items(v: list) -> Failure | None:
         if len(v) > bound:
-            raise Invalid("maxItems", path, f"{describe(v)} has more than {bound} item{'s' * (bound != 1)}")
+            return Invalid("maxItems", path, f"{describe(v)} has more than {bound} item{'s' * (bound != 1)}")
 
     return check_max_items
 
@@ -377,25 +386,27 @@ def compile_one_of(value: Any, site: Site) -> Check:
     branches, path = _branches(value, site), site.path
     n = len(branches)
 
-    def check_one_of(v: Any) -> None:
+    def check_one_of(v: Any) -> Failure | None:
         matched: list[int] = []
-        failures: list[Invalid] = []
+        failures: list[Failure] = []
         for i, branch in enumerate(branches):
-            try:
-                branch(v)
-            except Invalid as failure:  # Exhausted propagates: it is not a mismatch
+            failure = branch(v)
+            if failure is not None:
+                if failure.kind is EXECUTION_FAILURE:
+                    return failure  # not a mismatch: the answer is unknown
                 failures.append(failure)
                 continue
             matched.append(i)
             if len(matched) > 1:
-                raise Invalid(
+                return Invalid(
                     "oneOf", path,
                     f"{describe(v)} matches more than one of the {n} alternatives (at least {matched[0]} and {matched[1]}); "
                     "it must match exactly one",
                 )
         if not matched:
-            raise Invalid("oneOf", path, f"{describe(v)} matches none of the {n} alternatives (exactly one must match):",
-                          failures)
+            return Invalid("oneOf", path, f"{describe(v)} matches none of the {n} alternatives (exactly one must match):",
+                           failures)
+        return None
 
     return check_one_of
 
@@ -406,16 +417,17 @@ def compile_any_of(value: Any, site: Site) -> Check:
     branches, path = _branches(value, site), site.path
     n = len(branches)
 
-    def check_any_of(v: Any) -> None:
-        failures: list[Invalid] = []
+    def check_any_of(v: Any) -> Failure | None:
+        failures: list[Failure] = []
         for branch in branches:
-            try:
-                branch(v)
-                return
-            except Invalid as failure:
-                failures.append(failure)
-        raise Invalid("anyOf", path, f"{describe(v)} matches none of the {n} alternatives (at least one must match):",
-                      failures)
+            failure = branch(v)
+            if failure is None:
+                return None
+            if failure.kind is EXECUTION_FAILURE:
+                return failure
+            failures.append(failure)
+        return Invalid("anyOf", path, f"{describe(v)} matches none of the {n} alternatives (at least one must match):",
+                       failures)
 
     return check_any_of
 
@@ -423,12 +435,11 @@ def compile_any_of(value: Any, site: Site) -> Check:
 def compile_not(value: Any, site: Site) -> Check:
     check, path = site.sub(value), site.path
 
-    def check_not(v: Any) -> None:
-        try:
-            check(v)
-        except Invalid:
-            return
-        raise Invalid("not", path, f"{describe(v)} must not match the schema at {path}")
+    def check_not(v: Any) -> Failure | None:
+        failure = check(v)
+        if failure is None:
+            return Invalid("not", path, f"{describe(v)} must not match the schema at {path}")
+        return failure if failure.kind is EXECUTION_FAILURE else None
 
     return check_not
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .failures import Invalid
+from .failures import Failure, Invalid
 from .json_values import NotJson, check_json
 from .site import Check
 
@@ -30,15 +30,16 @@ def domain_failure(exc: NotJson) -> Invalid:
     return failure
 
 
-def check_domain(v: Any) -> None:
+def check_domain(v: Any) -> Invalid | None:
     """Refuse a value outside the JSON domain (NaN, tuples, non-str keys, too deep…)."""
     t = type(v)
     if t is str or t is int or t is bool or v is None:
-        return
+        return None
     try:
         check_json(v)
     except NotJson as exc:
-        raise domain_failure(exc) from None
+        return domain_failure(exc)
+    return None
 
 
 check_domain.exact = JSON_SCALARS  # type: ignore[attr-defined]  # these pass without a call
@@ -50,16 +51,18 @@ def sequence(checks: list[Check]) -> Check:
     if len(checks) == 2:
         first, second = checks
 
-        def check_both(v: Any) -> None:
-            first(v)
-            second(v)
+        def check_both(v: Any) -> Failure | None:
+            return first(v) or second(v)
 
         return check_both
     checks_t = tuple(checks)
 
-    def check_all(v: Any) -> None:
+    def check_all(v: Any) -> Failure | None:
         for check in checks_t:
-            check(v)
+            failure = check(v)
+            if failure is not None:
+                return failure
+        return None
 
     return check_all
 
@@ -76,42 +79,49 @@ def combine(leading: Check, by_type: dict[type, list[Check]], trailing: list[Che
         if leading is check_domain:
             return check_domain
 
-        def check_leading(v: Any) -> None:
+        def check_leading(v: Any) -> Failure | None:
             if type(v) not in exact:
-                leading(v)
+                return leading(v)
+            return None
 
         return check_leading
     if len(specific) == 1 and after is None:
         (only_type, only), = specific.items()
         if only_type in exact:
 
-            def check_one_type(v: Any) -> None:
+            def check_one_type(v: Any) -> Failure | None:
                 if type(v) is only_type:
-                    only(v)
-                else:
-                    leading(v)
+                    return only(v)
+                return leading(v)
 
             return check_one_type
     lookup = specific.get
     if after is None:
 
-        def check_node(v: Any) -> None:
+        def check_node(v: Any) -> Failure | None:
             t = type(v)
             if t not in exact:
-                leading(v)
+                failure = leading(v)
+                if failure is not None:
+                    return failure
             check = lookup(t)
             if check is not None:
-                check(v)
+                return check(v)
+            return None
 
         return check_node
 
-    def check_node_then(v: Any) -> None:
+    def check_node_then(v: Any) -> Failure | None:
         t = type(v)
         if t not in exact:
-            leading(v)
+            failure = leading(v)
+            if failure is not None:
+                return failure
         check = lookup(t)
         if check is not None:
-            check(v)
-        after(v)
+            failure = check(v)
+            if failure is not None:
+                return failure
+        return after(v)
 
     return check_node_then

@@ -11,7 +11,8 @@ from .json_values import NotJson, check_json
 if TYPE_CHECKING:
     from .compiler import Compiler
 
-Check = Callable[[Any], None]
+# A check returns None when the value passes, or the Failure that explains why not.
+Check = Callable[[Any], Any]
 
 # Keywords that apply their subschemas to the same value rather than to a part of
 # it. A $ref cycle made only of these would never terminate (see Compiler.cell).
