@@ -190,3 +190,57 @@ async def test_forwarded_messages_are_byte_identical_both_ways(record: Path) -> 
             while not any('"x2"' in r for r in raw_lines):
                 raw_lines.append(await session.receive_line())
         assert CRAFTED in raw_lines  # and the client got the upstream's
+
+
+async def test_an_upstream_that_ignores_eof_and_sigterm_is_killed_with_its_group(record: Path) -> None:
+    upstream = [sys.executable, str(Path(__file__).with_name("stubborn_upstream.py"))]
+    async with raw_proxy(record, upstream=upstream) as session:
+        await session.initialize()
+        pids = [r["pid"] for r in records(record, "start")]
+        assert len(pids) == 2 and all(pid_alive(p) for p in pids)
+        await session.process.stdin.aclose()
+        with anyio.fail_after(15):  # 2 s grace after stdin closes, 2 s after SIGTERM, then SIGKILL
+            assert await session.process.wait() == 0
+    assert wait_until(lambda: not any(pid_alive(p) for p in pids), timeout=5)
+
+
+async def test_five_hundred_concurrent_raw_requests_are_each_answered_exactly_once(record: Path) -> None:
+    count = 500
+    async with raw_proxy(record) as session:
+        await session.initialize()
+        expected = {}
+        lines = []
+        for i in range(count):
+            request_id = str(i) if i % 2 else i  # "7"-style and 7-style ids side by side
+            if i % 10 == 3:
+                arguments, outcome = {"a": i, "b": None}, "rejected"
+            elif i % 10 == 7:
+                arguments, outcome = {"a": i, "b": 1}, "unknown"
+            else:
+                arguments, outcome = {"a": i, "b": 1}, str(i + 1)
+            name = "no_such_tool" if outcome == "unknown" else "add"
+            lines.append(json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                                     "params": {"name": name, "arguments": arguments}}))
+            expected[(type(request_id).__name__, request_id)] = outcome
+        await session.send("\n".join(lines))  # all at once: they are all in flight together
+        seen: dict = {}
+        with anyio.fail_after(60):
+            while len(seen) < count:
+                message = await session.receive()
+                key = (type(message["id"]).__name__, message["id"])
+                assert key not in seen, f"answered twice: {key}"
+                seen[key] = message
+        await session.send({"jsonrpc": "2.0", "id": "after", "method": "ping"})
+        reply, extra = await session.receive_until(is_reply_to("after"))
+        assert reply["result"] == {} and extra == []  # no duplicate or stray reply came in between
+    assert set(seen) == set(expected)
+    for key, outcome in expected.items():
+        message = seen[key]
+        if outcome == "unknown":
+            assert message["error"]["code"] == -32602
+        elif outcome == "rejected":
+            assert message["result"]["isError"] is True
+        else:
+            assert message["result"]["content"][0]["text"] == outcome
+    forwarded = sorted(c["arguments"]["a"] for c in calls(record))
+    assert forwarded == sorted(i for i in range(count) if i % 10 not in (3, 7))
