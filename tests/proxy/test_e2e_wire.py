@@ -244,3 +244,14 @@ async def test_five_hundred_concurrent_raw_requests_are_each_answered_exactly_on
             assert message["result"]["content"][0]["text"] == outcome
     forwarded = sorted(c["arguments"]["a"] for c in calls(record))
     assert forwarded == sorted(i for i in range(count) if i % 10 not in (3, 7))
+
+
+async def test_dialect_option_reaches_the_validator(record: Path) -> None:
+    async with raw_proxy(record, "--dialect", "extended") as session:
+        await session.initialize()
+        reply = await session.request(1, "tools/call", {"name": "titled", "arguments": {"x": "y"}})
+        assert reply["result"]["content"][0]["text"] == "titled called"  # `title` is an annotation there
+        reply = await session.request(2, "tools/call", {"name": "titled", "arguments": {"x": 1}})
+        assert reply["result"]["structuredContent"]["keyword"] == "type"
+    assert b"9 tools listed, 0 unsupported" in session.stderr
+    assert [c["name"] for c in calls(record)] == ["titled"]
