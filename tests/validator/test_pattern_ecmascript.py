@@ -110,10 +110,10 @@ def node(evidence):
     return node_batch
 
 
-def ours(pattern: str) -> Any:
+def ours(pattern: str, extended: bool = False) -> Any:
     """Our predicate, or the PatternError preflight raises."""
     try:
-        return compile_pattern(pattern)
+        return compile_pattern(pattern, extended=extended)
     except PatternError as exc:
         return exc
 
@@ -122,7 +122,8 @@ def _bmp(text: str) -> bool:
     return all(ord(c) < 0x10000 for c in text)
 
 
-def compare(node_batch, cases: list[tuple[str, list[str]]], evidence, label: str, *, strict: bool = True) -> list[str]:
+def compare(node_batch, cases: list[tuple[str, list[str]]], evidence, label: str, *, strict: bool = True,
+            extended: bool = False) -> list[str]:
     """Compare every pair; return the discrepancies (as readable lines).
 
     ``strict``: every pattern must be in the subset. Otherwise (generated
@@ -131,7 +132,7 @@ def compare(node_batch, cases: list[tuple[str, list[str]]], evidence, label: str
     """
     problems: list[str] = []
     for (pattern, strings), seen in zip(cases, node_batch(cases)):
-        matches = ours(pattern)
+        matches = ours(pattern, extended)
         if isinstance(matches, PatternError):
             if not strict and matches.kind == VALIDATION and "error" in seen["portable"]:
                 evidence.count(SECTION, f"{label} patterns malformed for both")
@@ -144,7 +145,9 @@ def compare(node_batch, cases: list[tuple[str, list[str]]], evidence, label: str
             continue
         if "error" in seen["u"]:
             evidence.count(SECTION, f"{label} patterns only valid after \\u{{}} rewrite of escaped punctuation")
-            if _bmp(pattern) and all(_bmp(s) for s in strings):
+            # Without letter escapes (the contract subset), legacy mode must agree on BMP-only text;
+            # extended escapes such as \u{…} mean something else there, so it is not consulted.
+            if not extended and _bmp(pattern) and all(_bmp(s) for s in strings):
                 legacy = seen["legacy"]
                 if legacy.get("results") != reference["results"]:
                     problems.append(f"{pattern!r}: non-u mode disagrees with u-mode portable form: {legacy}")
@@ -349,16 +352,17 @@ def _quantified(atom):
 _ATOMS = st.one_of(st.sampled_from(_LITERALS), st.sampled_from(_ESCAPES), st.just("."), classes())
 
 
-def _alternation(depth: int):
+def _alternation(depth: int, atoms=_ATOMS, anchors=("^", "$")):
     """``a|b…`` of sequences of anchors and quantified atoms; atoms include groups while depth lasts."""
-    atom = _ATOMS if depth == 0 else st.one_of(_ATOMS, _ATOMS, _group(depth - 1))
-    item = st.one_of(_quantified(atom), st.sampled_from(["^", "$"]))
+    atom = atoms if depth == 0 else st.one_of(atoms, atoms, _group(depth - 1, atoms, anchors))
+    item = st.one_of(_quantified(atom), st.sampled_from(anchors))
     sequence = st.lists(item, max_size=4).map("".join)
     return st.lists(sequence, min_size=1, max_size=3).map("|".join)
 
 
-def _group(depth: int):
-    return st.tuples(st.sampled_from(["(", "(?:"]), _alternation(depth)).map(lambda t: t[0] + t[1] + ")")
+def _group(depth: int, atoms=_ATOMS, anchors=("^", "$")):
+    return st.tuples(st.sampled_from(["(", "(?:"]), _alternation(depth, atoms, anchors)).map(
+        lambda t: t[0] + t[1] + ")")
 
 
 patterns_in_subset = _alternation(2)
@@ -406,12 +410,12 @@ _SOUP_TOKENS = ["a", "b", "(", ")", "(?:", "[", "]", "[^", "{", "}", "{2}", "{2,
 token_soup = st.lists(st.sampled_from(_SOUP_TOKENS), min_size=1, max_size=7).map("".join)
 
 
-def _judge_rejections(node, sources: list[str], evidence, label: str) -> list[str]:
+def _judge_rejections(node, sources: list[str], evidence, label: str, extended: bool = False) -> list[str]:
     """Each pattern we call malformed must be a SyntaxError in node u-mode; each we accept must compile."""
     problems = []
     seen = node([(p, ["", "a"]) for p in sources])
     for p, result in zip(sources, seen):
-        mine = ours(p)
+        mine = ours(p, extended)
         theirs = result["portable"]
         if isinstance(mine, PatternError) and mine.kind == VALIDATION:
             evidence.count(SECTION, f"{label} malformed (validation)")
@@ -458,3 +462,59 @@ def test_token_soup_rejections_agree_with_node(node, evidence) -> None:
     for line in problems[:20]:
         evidence.note(SECTION, "DISCREPANCY " + line)
     assert not problems, f"{len(problems)} discrepancies:\n" + "\n".join(problems[:40])
+
+
+# --- the extended dialect: ECMAScript escapes with their ECMAScript meaning (issue 6) ---------------
+
+# ECMAScript's \s: WhiteSpace and LineTerminator (note U+0085 and U+180E and U+200B are NOT in it).
+WHITESPACE = ["\t", "\n", "\v", "\f", "\r", " ", "\u00a0", "\u1680", "\u2000", "\u200a", "\u2028", "\u2029",
+              "\u202f", "\u205f", "\u3000", "\ufeff", "\u0085", "\u180e", "\u200b"]
+ESCAPE_SUBJECTS = ["a", "Z", "_", "0", "9", "\u0663", "\uff10", "é", "😀", "-", "ab", "a b", "", "K", "\u212a",
+                   "\u017f", "\x00", "\x01", "\x0a", "A", "\U0001F601", "\u00b2"] + WHITESPACE
+EXTENDED_CORPUS: list[tuple[str, list[str]]] = [(p, ESCAPE_SUBJECTS) for p in [
+    "\\d", "\\D", "\\w", "\\W", "\\s", "\\S", "^\\d+$", "^\\w+$", "^\\s*$", "^\\S+$", "\\W+",
+    "\\b", "\\B", "\\bab\\b", "a\\B", "\\B$", "^\\B", "\\b$", "^\\b", "\\b\\w", "\\w\\b",
+    "[\\d]", "[^\\d]", "[\\w-]", "[\\s\\S]", "[^\\s]", "[\\D]", "[^\\W]", "[^\\S]", "[\\w\\d]+", "[\\d-]",
+    "[-\\d]", "[\\s-]",
+    "\\t", "\\n", "\\r", "\\v", "\\f", "\\0", "[\\0]", "\\cA", "\\cj", "\\cJ", "[\\cJ]", "[\\b]",
+    "\\x41", "\\x0a", "[\\x41-\\x5a]", "\\u0041", "\\u{41}", "\\u{1F600}", "\\u{01F600}", "[\\u0041-\\u{5a}]",
+    "\\ud83d\\ude00", "[\\ud83d\\ude00]", "[\\u{1F600}-\\u{1F64F}]", "\\u{10FFFF}", "^\\u00e9$",
+    "^[\\t\\n\\r ]+$", "^\\d{3}-\\d{4}$", "^\\w+@\\w+\\.\\w+$", "^[\\w.-]+$", "\\s\\S",
+]]
+EXTENDED_MALFORMED = ["\\b*", "\\B+", "\\x4", "\\u12", "\\u{110000}", "\\u{}", "\\c1", "[\\c]", "\\c",
+                      "[\\d-z]", "[a-\\d]", "\\00", "\\01", "[\\B]"]
+_EXTENDED_ATOMS = st.one_of(
+    _ATOMS,
+    st.sampled_from(["\\d", "\\D", "\\w", "\\W", "\\s", "\\S", "\\t", "\\n", "\\r", "\\v", "\\f", "\\x41",
+                     "\\u00e9", "\\u{1F600}", "\\cJ", "[\\d\\s]", "[^\\w]", "[\\x41-\\x5a]", "[\\u{1F600}-\\u{1F602}]",
+                     "[a\\S]", "[\\b]"]),
+)
+extended_patterns = _alternation(2, _EXTENDED_ATOMS, ("^", "$", "\\b", "\\B"))
+extended_subjects = st.text(alphabet=["a", "A", "1", "_", "😀", "\n", "\t", " ", "\u00a0", "\u2028", "é", "-"],
+                            max_size=6)
+
+
+def test_extended_corpus_agrees_with_node(node, evidence) -> None:
+    cases = EXTENDED_CORPUS + CORPUS  # the contract's corpus must mean the same in extended
+    problems = compare(node, cases, evidence, "extended corpus", extended=True)
+    for line in problems:
+        evidence.note(SECTION, "DISCREPANCY (extended) " + line)
+    assert not problems, "\n".join(problems)
+
+
+def test_extended_generated_patterns_agree_with_node(node, evidence) -> None:
+    cases = _collect(st.tuples(extended_patterns, st.lists(extended_subjects, min_size=3, max_size=5)))
+    cases = list({p: (p, s) for p, s in cases}.values())
+    problems = compare(node, cases, evidence, "extended generated", strict=False, extended=True)
+    for line in problems[:20]:
+        evidence.note(SECTION, "DISCREPANCY (extended) " + line)
+    assert not problems, f"{len(problems)} discrepancies:\n" + "\n".join(problems[:40])
+
+
+def test_extended_malformed_patterns_are_rejected_by_node(node, evidence) -> None:
+    problems = _judge_rejections(node, EXTENDED_MALFORMED, evidence, "extended malformed list:", extended=True)
+    for p in EXTENDED_MALFORMED:
+        assert isinstance(ours(p, True), PatternError), p
+    for line in problems:
+        evidence.note(SECTION, "DISCREPANCY (extended) " + line)
+    assert not problems, "\n".join(problems)
