@@ -54,16 +54,16 @@ class GuardHooks:
             if envelope is not None:
                 self._envelope = envelope
             method = inner.method
-            if method == "tools/call":
-                return await self._on_call(relay, inner)
-            if method == "tools/list":
-                self._list_ids.add(id_key(inner.id))
-            elif method == "server/discover":
-                self._discover_ids.add(id_key(inner.id))
+            if method == "server/discover":
+                self._discover_ids.add(id_key(inner.id))  # its success starts the listing
             elif envelope is not None:
                 # A client pinned to 2026-07-28 may never send discover: its
                 # first enveloped request is the sign requests are allowed.
                 self._start_build(relay)
+            if method == "tools/call":
+                return await self._on_call(relay, inner)
+            if method == "tools/list":
+                self._list_ids.add(id_key(inner.id))
             return False
         if isinstance(inner, types.JSONRPCNotification):
             if inner.method == "notifications/initialized":

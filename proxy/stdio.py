@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import stat
 import sys
 from collections.abc import AsyncIterator
@@ -177,6 +178,16 @@ async def client_stdio(stdin_fd: int = 0, stdout_fd: int = 1) -> AsyncIterator[t
             in_file.close()
 
 
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """Linux: SIGKILL the child if the proxy itself is killed (SIGKILL leaves no time to shut it down)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
 @asynccontextmanager
 async def upstream_stdio(command: list[str], cwd: str | None = None) -> AsyncIterator[tuple]:
     """Spawn the upstream server; yields (read_stream, write_stream). Its stderr is ours.
@@ -188,6 +199,7 @@ async def upstream_stdio(command: list[str], cwd: str | None = None) -> AsyncIte
     process = await asyncio.create_subprocess_exec(
         *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=sys.stderr,
         env=dict(os.environ), cwd=cwd, start_new_session=True, limit=MAX_LINE_BYTES,
+        preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
     )
     try:
         yield _ClientReadStream(process.stdout, None), _ClientWriteStream(process.stdin, None)

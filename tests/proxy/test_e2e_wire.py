@@ -255,3 +255,15 @@ async def test_dialect_option_reaches_the_validator(record: Path) -> None:
         assert reply["result"]["structuredContent"]["keyword"] == "type"
     assert b"9 tools listed, 0 unsupported" in session.stderr
     assert [c["name"] for c in calls(record)] == ["titled"]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+async def test_a_signalled_proxy_leaves_no_upstream_behind(record: Path, signum: int) -> None:
+    async with raw_proxy(record) as session:
+        await session.initialize()
+        pid = records(record, "start")[0]["pid"]
+        session.process.send_signal(signum)
+        with anyio.fail_after(10):
+            status = await session.process.wait()
+        assert status == (128 + signum if signum == signal.SIGTERM else -signum)
+    assert wait_until(lambda: not pid_alive(pid), timeout=5)
