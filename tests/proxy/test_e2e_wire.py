@@ -267,3 +267,20 @@ async def test_a_signalled_proxy_leaves_no_upstream_behind(record: Path, signum:
             status = await session.process.wait()
         assert status == (128 + signum if signum == signal.SIGTERM else -signum)
     assert wait_until(lambda: not pid_alive(pid), timeout=5)
+
+
+async def test_gate_results_carry_result_type_only_at_2026_07_28(record: Path) -> None:
+    envelope = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    async with raw_proxy(record) as session:  # stateless: no handshake at all
+        reply = await session.request(1, "tools/call", {"name": "echo", "arguments": {"text": ""}, "_meta": envelope})
+        assert reply["result"]["resultType"] == "complete" and reply["result"]["isError"] is True
+        reply = await session.request(2, "tools/call", {"name": "echo", "arguments": {"text": "x"}, "_meta": envelope})
+        assert reply["result"]["content"][0]["text"] == "x" and reply["result"]["resultType"] == "complete"
+    async with raw_proxy(record) as session:
+        await session.initialize()
+        reply = await session.request(1, "tools/call", {"name": "echo", "arguments": {"text": ""}})
+        assert "resultType" not in reply["result"] and reply["result"]["isError"] is True
