@@ -156,9 +156,10 @@ async def client_stdio(stdin_fd: int = 0, stdout_fd: int = 1) -> AsyncIterator[t
     in_file = os.fdopen(in_fd, "rb", buffering=0)
     out_file = os.fdopen(out_fd, "wb", buffering=0)
     reader: asyncio.StreamReader | None = None
+    read_transport: asyncio.BaseTransport | None = None
     if _is_pipe_like(in_fd):
         reader = asyncio.StreamReader(limit=MAX_LINE_BYTES)
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), in_file)
+        read_transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), in_file)
     writer: asyncio.StreamWriter | None = None
     if _is_pipe_like(out_fd):
         transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, out_file)
@@ -172,10 +173,16 @@ async def client_stdio(stdin_fd: int = 0, stdout_fd: int = 1) -> AsyncIterator[t
                 writer.close()
                 with suppress(Exception):
                     await writer.wait_closed()
-        with suppress(OSError):
-            out_file.close()
-        with suppress(OSError):
-            in_file.close()
+        # A pipe transport owns its file and closes it; closing the file under
+        # a live transport would make the event loop read a dead descriptor.
+        if read_transport is not None:
+            read_transport.close()
+        else:
+            with suppress(OSError):
+                in_file.close()
+        if writer is None:
+            with suppress(OSError):
+                out_file.close()
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
