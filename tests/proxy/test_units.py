@@ -1,0 +1,111 @@
+"""In-process tests of the parts: Gate decisions, Catalog revisions, and the Relay's ordering guarantees."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp.shared.message import SessionMessage
+
+from proxy.catalog import Catalog
+from proxy.gate import Gate
+from proxy.guard import GuardHooks
+from proxy.relay import Relay
+from proxy.wire import parse_line
+
+ECHO = {"name": "echo", "inputSchema": {"type": "object", "properties": {"t": {"type": "string"}}, "required": ["t"]}}
+
+
+def test_gate_fails_closed_when_the_validator_breaks() -> None:
+    def broken_compile(schema: Any) -> Any:
+        class Compiled:
+            def validate(self, arguments: Any) -> None:
+                raise ZeroDivisionError("bug")
+
+        return Compiled()
+
+    catalog = Catalog(broken_compile)
+    catalog.replace([ECHO])
+    rejection = Gate().check({"name": "echo", "arguments": {"t": "x"}}, catalog.tools)
+    assert rejection is not None and rejection.kind == "execution_failure"
+
+
+def test_catalog_compiles_identical_schemas_once_and_swaps_revisions() -> None:
+    compiled: list[Any] = []
+
+    def counting_compile(schema: Any) -> Any:
+        import validator
+
+        compiled.append(schema)
+        return validator.compile(schema)
+
+    catalog = Catalog(counting_compile)
+    first = catalog.replace([ECHO, {**ECHO, "name": "echo2"}])
+    assert len(compiled) == 1  # same schema text, one compile
+    catalog.merge([{"name": "echo", "inputSchema": {"type": "object"}}])
+    assert first["echo"].input_schema == ECHO["inputSchema"]  # an old revision never changes under a reader
+    assert catalog.get("echo").input_schema == {"type": "object"} and "echo2" in catalog.tools
+    assert Gate().check({"name": "echo"}, catalog.tools) is None  # {} is valid against the merged schema
+
+
+def test_gate_protocol_errors() -> None:
+    catalog = Catalog()
+    catalog.replace([ECHO])
+    gate = Gate()
+    for params in (None, [], {"name": 1}, {"name": "echo", "arguments": "x"}):
+        rejection = gate.check(params, catalog.tools)
+        assert rejection is not None and rejection.protocol_only and gate.reply(rejection, False)[0] == "error"
+    assert gate.check({"name": "nope"}, catalog.tools).kind == "unknown_tool"
+
+
+def test_parse_line_keeps_what_the_sdk_parser_loses() -> None:
+    assert parse_line(b'{"jsonrpc":"2.0","id":1.0,"method":"x"}').reply_id == 1.0
+    assert parse_line(b'{"jsonrpc":"2.0","id":true,"method":"x"}').reply_id is None
+    assert parse_line(b'{"jsonrpc":"2.0","id":3,"method":"x","params":[1]}').code == -32602
+    assert parse_line(b'{"jsonrpc":"2.0","method":"x","params":{"id":1}}').message.method == "x"
+    assert parse_line(b"  \n") is None
+    assert parse_line(b'{"jsonrpc":"2.0","id":1,"method":"x"}').raw == b'{"jsonrpc":"2.0","id":1,"method":"x"}\n'
+
+
+def message(payload: dict) -> SessionMessage:
+    return SessionMessage(types.jsonrpc_message_adapter.validate_python(payload))
+
+
+async def test_list_changed_is_forwarded_after_the_new_revision_and_before_later_traffic() -> None:
+    to_proxy_c, client_in = anyio.create_memory_object_stream[Any](100)
+    client_out, from_proxy_c = anyio.create_memory_object_stream[Any](100)
+    to_proxy_u, upstream_in = anyio.create_memory_object_stream[Any](100)
+    upstream_out, from_proxy_u = anyio.create_memory_object_stream[Any](100)
+    catalog = Catalog()
+    hooks = GuardHooks(catalog, Gate(), summary=open("/dev/null", "w"))
+    relay = Relay((client_in, client_out), (upstream_in, upstream_out), hooks)
+    schemas = iter([{"type": "object"}, {"type": "object", "properties": {"t": {"type": "integer"}}}])
+    seen_at_forward: list[Any] = []
+
+    async def fake_upstream() -> None:
+        async for item in from_proxy_u:
+            inner = item.message
+            if isinstance(inner, types.JSONRPCRequest) and inner.method == "tools/list":
+                await anyio.sleep(0.05)  # a slow listing: later traffic must wait behind list_changed
+                tool = {"name": "echo", "inputSchema": next(schemas)}
+                await to_proxy_u.send(message({"jsonrpc": "2.0", "id": inner.id, "result": {"tools": [tool]}}))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(fake_upstream)
+        tg.start_soon(relay.run)
+        await to_proxy_c.send(message({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        with anyio.fail_after(5):
+            await catalog.built.wait()
+        await to_proxy_u.send(message({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}))
+        await to_proxy_u.send(message({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": 1}}))
+        received = []
+        with anyio.fail_after(5):
+            while len(received) < 2:
+                item = await from_proxy_c.receive()
+                received.append(item.message.method)
+                seen_at_forward.append(catalog.get("echo").input_schema)
+        assert received == ["notifications/tools/list_changed", "notifications/message"]
+        assert seen_at_forward[0]["properties"]["t"] == {"type": "integer"}  # swapped in before forwarding
+        tg.cancel_scope.cancel()
