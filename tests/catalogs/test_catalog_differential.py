@@ -40,6 +40,7 @@ the agreement is not vacuous.
 from __future__ import annotations
 
 import copy
+import os
 from typing import Any
 
 import pytest
@@ -54,7 +55,8 @@ from validator import InputSchemaError  # noqa: E402
 
 compat = load_script("compat_report")
 
-EXAMPLES_PER_TOOL = 20
+# At least 20 per tool; CATALOG_EXAMPLES=N explores further (never fewer than 20).
+EXAMPLES_PER_TOOL = max(20, int(os.environ.get("CATALOG_EXAMPLES", "20")))
 CATALOGS = compat.load_catalogs()
 EXPECTATIONS = compat.load_expectations()
 
