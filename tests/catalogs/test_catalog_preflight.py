@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+import validator
 from catalog_support import CATALOG_DIR, load_script
 
 compat = load_script("compat_report")
@@ -109,6 +110,17 @@ def test_preflight_outcomes_match_expectations(doc: dict[str, Any], dialect: str
             slow.append(f"{tool['name']}: {elapsed:.2f}s")
         if outcome != expected.get(tool["name"]):
             changed.append(f"{tool['name']}: expected {expected.get(tool['name'])!r}, got {outcome!r}")
+        # validate_schema is the same preflight without a CompiledSchema.
+        try:
+            validator.validate_schema(tool["inputSchema"], dialect=dialect)
+            again: Any = "supported"
+        except validator.InputSchemaError as err:
+            again = {"kind": err.kind, "keyword": err.keyword, "schemaPath": err.schema_path}
+            assert err.instance_path == "", f"{tool['name']}: a schema error has instance_path {err.instance_path!r}"
+            assert err.message.strip(), f"{tool['name']}: empty message"
+            assert err.to_dict()["keyword"] == err.keyword
+        if again != outcome:
+            changed.append(f"{tool['name']}: compile gives {outcome!r} but validate_schema gives {again!r}")
     assert not slow, f"preflight slower than {PER_TOOL_SECONDS}s: {slow}"
     assert not changed, (
         f"{doc['server']} [{dialect}]: preflight outcome changed for {len(changed)} tool(s) "
