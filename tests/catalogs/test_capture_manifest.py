@@ -62,3 +62,32 @@ def test_live_recapture_matches_fixture(name: str):
     doc = anyio.run(lambda: capture.capture_server(name, timeout=60))
     fixture = capture.json.loads((CATALOG_DIR / f"{name}.json").read_text(encoding="utf-8"))
     assert doc == fixture
+
+
+UPSTREAM = Path(__file__).resolve().parents[1] / "proxy" / "upstream_server.py"
+
+
+def _list(page_size: int) -> tuple[str, list[dict]]:
+    import sys
+
+    from mcp.client.stdio import StdioServerParameters
+
+    params = StdioServerParameters(
+        command=sys.executable, args=[str(UPSTREAM)], env={"UPSTREAM_PAGE_SIZE": str(page_size)}
+    )
+    return anyio.run(lambda: capture.list_tools_raw(params, timeout=60))
+
+
+def test_capture_follows_next_cursor(caplog: pytest.LogCaptureFixture):
+    """The capture lists every page: a paginating server yields the same raw tools as one page."""
+    if not UPSTREAM.exists():
+        pytest.skip(f"{UPSTREAM} (the proxy tests' upstream server) is not in this tree")
+    protocol_one, one_page = _list(0)
+    caplog.clear()
+    with caplog.at_level("INFO", logger="capture_catalog"):
+        protocol_paged, paged = _list(2)
+    pages = [r for r in caplog.records if r.name == "capture_catalog" and r.getMessage().startswith("page ")]
+    assert len(pages) == (len(one_page) + 1) // 2
+    assert len(one_page) > 2, "the upstream server must have more tools than one page"
+    assert paged == one_page
+    assert protocol_one == protocol_paged and protocol_one
