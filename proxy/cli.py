@@ -86,7 +86,7 @@ def _parser(check: bool) -> argparse.ArgumentParser:
         help="include the refused arguments in the audit log (off by default: they may hold secrets)",
     )
     parser.add_argument("--cwd", metavar="DIR", help="working directory for COMMAND (default: the current one)")
-    parser.add_argument("--quiet", action="store_true", help="log only warnings and errors to stderr")
+    parser.add_argument("--quiet", action="store_true", help="do not print the startup summary (tools listed, unsupported ones) on stderr")
     return parser
 
 
