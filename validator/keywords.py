@@ -48,6 +48,8 @@ class Keyword:
 
 # --- type ------------------------------------------------------------------
 
+_JSON_TYPES = frozenset(t for types in TYPES.values() for t in types)
+
 
 def compile_type(value: Any, site: Site) -> Check:
     names = [value] if type(value) is str else site.array(value, non_empty=True)
@@ -72,6 +74,8 @@ def compile_type(value: Any, site: Site) -> Check:
                 return
         elif t in allowed:
             return
+        elif t not in _JSON_TYPES:  # a tuple, a set, a dict subclass…: no JSON value at all
+            return Invalid("", "", f"a Python {t.__name__} is not a JSON value")
         return Invalid("type", path, f"{describe(v)} is not of type {expected}")
 
     # Values of these exact types pass without calling check_type (see nodes.combine).
@@ -127,6 +131,8 @@ def compile_properties(value: Any, site: Site) -> Check | None:
             for name, item in v.items():
                 check = get(name)
                 if check is None:
+                    if type(name) is not str:
+                        return Invalid("", "", f"object key {name!r} is not a string")
                     return Invalid(key, extra_path, _not_allowed(name, names))
                 failure = check(item)
                 if failure is not None:
@@ -186,8 +192,10 @@ def compile_additional_properties(value: Any, site: Site) -> Check | None:
 
         def check_no_additional(v: dict) -> Failure | None:
             for name in v:
+                if type(name) is not str:
+                    return Invalid("", "", f"object key {name!r} is not a string")
                 try:
-                    if type(name) is not str or not declared(name):
+                    if not declared(name):
                         return Invalid(keyword, path, _not_allowed(name, names))
                 except PatternTimeout:
                     return name_timeout(name, path)

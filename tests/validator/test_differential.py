@@ -20,12 +20,13 @@ are ignored — so for the oracle the alias is renamed to `additionalProperties`
 
 from __future__ import annotations
 
+import copy
 import math
 import os
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import validator
@@ -302,3 +303,86 @@ def test_differential_against_jsonschema(dialect: str, evidence) -> None:
     # The generator must exercise both answers, or agreement would prove little.
     assert tally["valid"] >= tally["instances"] // 10, tally
     assert tally["invalid"] >= tally["instances"] // 10, tally
+
+
+# --- arguments outside the JSON domain ------------------------------------------------------
+
+
+class _Str(str):
+    pass
+
+
+class _Int(int):
+    pass
+
+
+class _Dict(dict):
+    pass
+
+
+# Values that are themselves no JSON value: reported as such (keyword "").
+NOT_JSON_ITSELF = [float("nan"), float("inf"), float("-inf"), (1,), (), frozenset({1}), {1, 2}, b"x",
+                   bytearray(b"x"), 1j, object(), _Str("x"), _Int(1), _Dict(), range(2)]
+# JSON containers holding something that is not: a type mismatch at the container may be reported first.
+NOT_JSON_INSIDE = [{1: "a"}, {None: 1}, [float("nan")], {"k": (1,)}, [[b"x"]]]
+NOT_JSON = st.sampled_from(NOT_JSON_ITSELF + NOT_JSON_INSIDE)
+
+
+def _slots(value: Any, path: tuple = ()) -> list[tuple]:
+    """Every (container path, key) where a value sits inside ``value``."""
+    found = []
+    if type(value) is dict:
+        for k, v in value.items():
+            found.append((path, k))
+            found.extend(_slots(v, path + (k,)))
+    elif type(value) is list:
+        for i, v in enumerate(value):
+            found.append((path, i))
+            found.extend(_slots(v, path + (i,)))
+    return found
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_non_json_arguments_are_validation_errors(dialect: str, evidence) -> None:
+    """Valid arguments with one value replaced by a non-JSON one: always a `validation` error,
+    and with keyword "" when the replacement is itself no JSON value (a tuple, NaN, a str
+    subclass …). A JSON container *holding* a non-JSON value may instead first fail its
+    slot's type (`{1: "a"}` where null is expected): the validator need not walk a value
+    that is already wrong.
+    """
+    tally = {"examples": 0, "at the root": 0}
+
+    @settings(PROFILE, max_examples=max(200, EXAMPLES // 4))
+    @given(schema=root_schemas(), data=st.data())
+    def check(schema: dict, data: st.DataObject) -> None:
+        compiled = validator.compile(schema, dialect=dialect)
+        # A copy: values drawn from the schema's enum are the schema's own objects.
+        arguments = copy.deepcopy(data.draw(instances_for(schema), label="arguments"))
+        assume(jsonschema.Draft202012Validator(_oracle_schema(schema)).is_valid(arguments))
+        bad = data.draw(NOT_JSON, label="bad")
+        slots = _slots(arguments)
+        if not slots or data.draw(st.integers(0, 9), label="root?") == 0:
+            # The whole arguments value: a non-JSON value, or a dict subclass of a JSON object.
+            arguments = _Dict(arguments) if type(arguments) is dict and data.draw(st.booleans()) else bad
+            tally["at the root"] += 1
+        else:
+            path, key = data.draw(st.sampled_from(slots), label="slot")
+            target = arguments
+            for token in path:
+                target = target[token]
+            target[key] = bad
+        tally["examples"] += 1
+        try:
+            compiled.validate(arguments)
+        except InputSchemaError as exc:
+            itself = any(bad is b for b in NOT_JSON_ITSELF) or type(arguments) is _Dict
+            assert exc.kind == validator.VALIDATION and (exc.keyword == "" or not itself), (
+                f"{exc!r}\nschema={schema!r}\narguments={arguments!r}")
+            return
+        raise AssertionError(f"accepted non-JSON arguments {arguments!r} for schema {schema!r}")
+
+    try:
+        check()
+    finally:
+        for name, n in tally.items():
+            evidence.count(f"non-JSON arguments [{dialect}]", name, n)
