@@ -11,8 +11,8 @@ have one) and each test's data that property's value:
     {"type": "object", "properties": {"v": <group schema>}}   with   {"v": <data>}
 
 (local "$ref"s in the group's schema are rebased to keep pointing where they
-did: "#/$defs/a" becomes "#/properties/v/$defs/a"; this matters only to a
-dialect that supports "$ref").
+did: "#/$defs/a" becomes "#/properties/v/$defs/a", and a root "$id" moves to
+the new root; this matters only to a dialect that supports "$ref").
 
 Then, for every group, one of two outcomes is required:
 
@@ -159,8 +159,17 @@ def _rebase_refs(schema: Any, prefix: str) -> Any:
 
 
 def wrap(schema: Any) -> dict:
-    """The group's schema as property "v" of an object root (tool schemas must have one)."""
-    return {"type": "object", "properties": {"v": _rebase_refs(schema, "/properties/v")}}
+    """The group's schema as property "v" of an object root (tool schemas must have one).
+
+    A root "$id" moves up to the new root, which keeps it a root "$id" and keeps
+    the base URI of every reference the same.
+    """
+    root: dict[str, Any] = {"type": "object"}
+    if isinstance(schema, dict) and "$id" in schema:
+        schema = dict(schema)
+        root["$id"] = schema.pop("$id")
+    root["properties"] = {"v": _rebase_refs(schema, "/properties/v")}
+    return root
 
 
 # --- collection -----------------------------------------------------------------------
