@@ -412,7 +412,8 @@ token_soup = st.lists(st.sampled_from(_SOUP_TOKENS), min_size=1, max_size=7).map
 
 def _judge_rejections(node, sources: list[str], evidence, label: str, extended: bool = False) -> list[str]:
     """Each pattern we call malformed must be a SyntaxError in node u-mode; each we accept must compile."""
-    problems = []
+    problems: list[str] = []
+    conservative: list[str] = []
     seen = node([(p, ["", "a"]) for p in sources])
     for p, result in zip(sources, seen):
         mine = ours(p, extended)
@@ -426,11 +427,14 @@ def _judge_rejections(node, sources: list[str], evidence, label: str, extended: 
             evidence.count(SECTION, f"{label} unsupported_capability")
             if "error" not in theirs:
                 evidence.count(SECTION, f"{label} unsupported_capability but valid ECMAScript")
-                evidence.note(SECTION, f"conservative: {p!r} is valid ECMAScript, refused as {mine.message}")
+                conservative.append(p)
         else:
             evidence.count(SECTION, f"{label} accepted")
             if "error" in theirs:
                 problems.append(f"{p!r}: we accept it; node u-mode rejects it: {theirs['error']}")
+    if conservative:
+        shown = ", ".join(repr(p) for p in conservative[:12]) + (", …" if len(conservative) > 12 else "")
+        evidence.note(SECTION, f"{label} valid ECMAScript refused as unsupported_capability (by design): {shown}")
     return problems
 
 
