@@ -284,3 +284,11 @@ async def test_gate_results_carry_result_type_only_at_2026_07_28(record: Path) -
         await session.initialize()
         reply = await session.request(1, "tools/call", {"name": "echo", "arguments": {"text": ""}})
         assert "resultType" not in reply["result"] and reply["result"]["isError"] is True
+
+
+async def test_large_messages_pass_both_ways(record: Path) -> None:
+    text = "x" * (4 * 1024 * 1024)  # beyond every default line limit on the way
+    async with raw_proxy(record) as session:
+        await session.initialize()
+        reply = await session.request(1, "tools/call", {"name": "echo", "arguments": {"text": text}})
+        assert reply["result"]["content"][0]["text"] == text
