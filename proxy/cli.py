@@ -87,6 +87,10 @@ def _parser(check: bool) -> argparse.ArgumentParser:
     )
     parser.add_argument("--cwd", metavar="DIR", help="working directory for COMMAND (default: the current one)")
     parser.add_argument("--quiet", action="store_true", help="do not print the startup summary (tools listed, unsupported ones) on stderr")
+    from proxy import http_cli
+
+    http_cli.add_options(parser)
+    parser.epilog = f"{parser.epilog}\n{http_cli.HELP}"
     return parser
 
 
@@ -123,6 +127,10 @@ def main(argv: list[str] | None = None) -> int:
             print("mcp-schema-gate check: give exactly one of --catalog FILE or -- COMMAND ...", file=sys.stderr)
             return 2
         return run_check(args.catalog, command, _compiler(args.dialect), as_json=args.json)
+    from proxy import http_cli
+
+    if http_cli.wants_transports(args):
+        return http_cli.run(args, command, _compiler(args.dialect))
     if not command:
         _parser(False).print_usage(sys.stderr)
         print("mcp-schema-gate: missing '-- COMMAND [ARGS...]' (the stdio MCP server to wrap); see --help",

@@ -1,0 +1,217 @@
+"""The upstream side over HTTP: the SDK's `sse_client` and Streamable HTTP client, plus what a relay must add.
+
+Two things the SDK client transports leave to the session layer above them,
+which a relay (no session layer) has to supply itself:
+
+- Headers. The Streamable HTTP client stamps `MCP-Protocol-Version`,
+  `Mcp-Method`, `Mcp-Name` and `Mcp-Param-*` only from a message's
+  `ClientMessageMetadata.headers`, which the SDK's `ClientSession` fills in.
+  Relayed messages carry the listening transport's metadata (or none), so
+  without `HeaderStamper` every request after `initialize` would go out with
+  no protocol-version header and the upstream would assume 2025-03-26.
+- Which request a message belongs to. A notification or server-to-client
+  request that arrives on the SSE stream of one POST is put on the read
+  stream bare, so a Streamable HTTP listening side could only send it to the
+  client's GET stream. `_TaggingTransport` marks it with
+  `ServerMessageMetadata(related_request_id=...)`, the id of the request
+  whose POST it arrived on (the client's id: the relay forwards ids unchanged).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+import mcp_types as types
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import StreamableHTTPTransport
+from mcp.shared._context_streams import create_context_streams
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.inbound import (
+    MCP_METHOD_HEADER,
+    MCP_NAME_HEADER,
+    MCP_PROTOCOL_VERSION_HEADER,
+    NAME_BEARING_METHODS,
+    encode_header_value,
+    find_invalid_x_mcp_header,
+    mcp_param_headers,
+    x_mcp_header_map,
+)
+from mcp.shared.message import ClientMessageMetadata, ServerMessageMetadata, SessionMessage
+
+from proxy.wire import PROTOCOL_VERSION_META_KEY, meta_of
+
+
+def transport_for(url: str, explicit: str | None = None) -> str:
+    """`sse` for a URL whose path ends in /sse (the legacy HTTP+SSE convention), else `http`."""
+    if explicit:
+        return explicit
+    path = urlsplit(url).path.rstrip("/")
+    return "sse" if path.endswith("/sse") else "http"
+
+
+class HeaderStamper:
+    """Works out the per-message HTTP headers a Streamable HTTP upstream expects.
+
+    `schema_of(name)` returns the cached inputSchema of a tool (the session's
+    Catalog), whose `x-mcp-header` annotations ask for `Mcp-Param-*` headers.
+    """
+
+    def __init__(self, schema_of: Callable[[str], Any]) -> None:
+        self._schema_of = schema_of
+        self._initialize_ids: set[Any] = set()
+        self.negotiated: str | None = None
+        self._header_maps: dict[int, tuple[Any, dict]] = {}
+
+    def observe_reply(self, message: Any) -> None:
+        if self._initialize_ids and isinstance(message, types.JSONRPCResponse) and message.id in self._initialize_ids:
+            self._initialize_ids.discard(message.id)
+            version = message.result.get("protocolVersion") if isinstance(message.result, dict) else None
+            if isinstance(version, str):
+                self.negotiated = version
+
+    def headers_for(self, message: Any) -> dict[str, str] | None:
+        if not isinstance(message, types.JSONRPCRequest):
+            return None
+        params = message.params if isinstance(message.params, dict) else {}
+        if message.method == "initialize":
+            self._initialize_ids.add(message.id)
+            return {MCP_METHOD_HEADER: message.method}
+        headers: dict[str, str] = {MCP_METHOD_HEADER: message.method}
+        meta = meta_of(params) or {}
+        version = meta.get(PROTOCOL_VERSION_META_KEY)
+        version = version if isinstance(version, str) else self.negotiated
+        if version:
+            headers[MCP_PROTOCOL_VERSION_HEADER] = version
+        name_key = NAME_BEARING_METHODS.get(message.method)
+        if name_key is not None and isinstance(name := params.get(name_key), str):
+            headers[MCP_NAME_HEADER] = encode_header_value(name)
+        if message.method == "tools/call" and isinstance(name := params.get("name"), str):
+            arguments = params.get("arguments")
+            if isinstance(arguments, dict) and arguments:
+                header_map = self._header_map(self._schema_of(name))
+                if header_map:
+                    headers.update(mcp_param_headers(header_map, arguments))
+        return headers
+
+    def _header_map(self, schema: Any) -> dict:
+        if not isinstance(schema, dict):
+            return {}
+        cached = self._header_maps.get(id(schema))
+        if cached is not None and cached[0] is schema:
+            return cached[1]
+        # An invalid annotation mirrors nothing (the SDK client refuses such a tool outright).
+        header_map = {} if find_invalid_x_mcp_header(schema) else x_mcp_header_map(schema)
+        self._header_maps[id(schema)] = (schema, header_map)
+        return header_map
+
+
+class _StampingWriter:
+    """The upstream write stream, with each message's headers put in its ClientMessageMetadata."""
+
+    def __init__(self, inner: Any, stamper: HeaderStamper) -> None:
+        self._inner = inner
+        self._stamper = stamper
+
+    async def send(self, item: SessionMessage) -> None:
+        headers = self._stamper.headers_for(item.message)
+        await self._inner.send(SessionMessage(item.message, metadata=ClientMessageMetadata(headers=headers)))
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+class _ObservingReader:
+    """The upstream read stream, watched for the initialize result (the negotiated version)."""
+
+    def __init__(self, inner: Any, stamper: HeaderStamper) -> None:
+        self._inner = inner
+        self._stamper = stamper
+
+    def __aiter__(self) -> _ObservingReader:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            item = await self._inner.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise StopAsyncIteration from None
+        if isinstance(item, SessionMessage):
+            self._stamper.observe_reply(item.message)
+        return item
+
+    async def receive(self) -> Any:
+        return await self.__anext__()
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class _Tagger:
+    """A read-stream writer that marks everything but the response with the request it arrived for."""
+
+    def __init__(self, inner: Any, request_id: Any) -> None:
+        self._inner = inner
+        self._request_id = request_id
+
+    async def send(self, item: Any) -> None:
+        if isinstance(item, SessionMessage) and not isinstance(
+            item.message, types.JSONRPCResponse | types.JSONRPCError
+        ):
+            item.metadata = ServerMessageMetadata(related_request_id=self._request_id)
+        await self._inner.send(item)
+
+
+class _TaggingTransport(StreamableHTTPTransport):
+    async def _handle_sse_event(self, sse, read_stream_writer, original_request_id=None, resumption_callback=None):
+        if original_request_id is not None:
+            read_stream_writer = _Tagger(read_stream_writer, original_request_id)
+        return await super()._handle_sse_event(sse, read_stream_writer, original_request_id, resumption_callback)
+
+
+@asynccontextmanager
+async def _streamable_http(url: str, headers: dict[str, str] | None) -> AsyncIterator[tuple[Any, Any]]:
+    """`mcp.client.streamable_http.streamable_http_client`, with `_TaggingTransport` in it."""
+    client = create_mcp_http_client(headers=headers)
+    transport = _TaggingTransport(url)
+    async with contextlib.AsyncExitStack() as stack:
+        await stack.enter_async_context(client)
+        read_stream_writer, read_stream = create_context_streams[SessionMessage | Exception](0)
+        write_stream, write_stream_reader = create_context_streams[SessionMessage](0)
+        async with read_stream_writer, read_stream, write_stream, write_stream_reader, anyio.create_task_group() as tg:
+
+            def start_get_stream() -> None:
+                tg.start_soon(transport.handle_get_stream, client, read_stream_writer)
+
+            tg.start_soon(
+                transport.post_writer, client, write_stream_reader, read_stream_writer, write_stream,
+                start_get_stream, tg,
+            )
+            try:
+                yield read_stream, write_stream
+            finally:
+                if transport.session_id:
+                    with anyio.move_on_after(5, shield=True):
+                        await transport.terminate_session(client)  # DELETE: the upstream session ends too
+                tg.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def upstream_http(
+    url: str, transport: str, schema_of: Callable[[str], Any], headers: dict[str, str] | None = None
+) -> AsyncIterator[tuple[Any, Any]]:
+    """Connect to an SSE or Streamable HTTP upstream; yields (read_stream, write_stream) for the Relay."""
+    if transport == "sse":
+        async with sse_client(url, headers=headers) as streams:
+            yield streams
+        return
+    stamper = HeaderStamper(schema_of)
+    async with _streamable_http(url, headers) as (read_stream, write_stream):
+        yield _ObservingReader(read_stream, stamper), _StampingWriter(write_stream, stamper)

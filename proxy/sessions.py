@@ -1,0 +1,190 @@
+"""One gated session: a client stream pair, its own upstream, Catalog, GuardHooks and Relay.
+
+Every listening side (stdio, SSE, Streamable HTTP) hands `run_session` the
+stream pair its transport yields; the upstream (a stdio child, an SSE or a
+Streamable HTTP server) is opened for that session alone and closed with it,
+so a session's end (DELETE, client gone, idle timeout) ends its upstream
+session or child too.
+
+`StreamRouter` sits between the Relay and a Streamable HTTP server transport.
+That transport sends a message to the POST stream of a request only when the
+message's metadata names the request (`related_request_id`); everything else
+goes to the GET stream. The Relay forwards upstream messages as they came, so
+the router supplies the relation: from the upstream's own tag (a Streamable
+HTTP upstream, see http_upstream), or for progress from the `progressToken`
+the client put on its request. It also releases the stream of a request the
+client cancelled: the SDK's server ends such a stream with a -32800 error of
+its own (`on_request_unanswered`), which a relay never triggers, so the
+router writes that error itself and drops a late upstream answer.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.shared.message import ServerMessageMetadata, SessionMessage
+
+from proxy.catalog import Catalog
+from proxy.gate import Gate
+from proxy.guard import GuardHooks
+from proxy.relay import Relay
+from proxy.wire import id_key, meta_of
+
+logger = logging.getLogger("mcp-schema-gate")
+
+REQUEST_CANCELLED = -32800  # what the SDK's Streamable HTTP server answers a cancelled request with
+
+
+@dataclass
+class UpstreamSpec:
+    """Where each session's upstream is: a stdio command, or a URL with its transport."""
+
+    command: list[str] | None = None
+    cwd: str | None = None
+    url: str | None = None
+    transport: str = "http"
+    headers: dict[str, str] | None = None
+
+    def describe(self) -> str:
+        return " ".join(self.command) if self.command else f"{self.url} ({self.transport})"
+
+
+@dataclass
+class GateSettings:
+    """What every session's GuardHooks is built from."""
+
+    compile_schema: Any
+    reject_as: str = "tool-error"
+    audit: Any = None
+    summary: Any = None
+    sessions_started: int = field(default=0)
+
+    def hooks(self) -> GuardHooks:
+        catalog = Catalog(self.compile_schema)
+        kwargs = {} if self.summary is None else {"summary": self.summary}
+        return GuardHooks(catalog, Gate(self.reject_as), self.audit, **kwargs)
+
+
+def open_upstream(spec: UpstreamSpec, catalog: Catalog):
+    if spec.command:
+        from proxy.stdio import upstream_stdio
+
+        return upstream_stdio(spec.command, cwd=spec.cwd)
+    from proxy.http_upstream import upstream_http
+
+    def schema_of(name: str) -> Any:
+        entry = catalog.get(name)
+        return entry.input_schema if entry is not None else None
+
+    assert spec.url is not None
+    return upstream_http(spec.url, spec.transport, schema_of, spec.headers)
+
+
+async def run_session(client: tuple[Any, Any], spec: UpstreamSpec, settings: GateSettings) -> int:
+    """Gate one client session until either side ends; 0: the client left, 1: the upstream went away."""
+    hooks = settings.hooks()
+    settings.sessions_started += 1
+    try:
+        async with open_upstream(spec, hooks.catalog) as upstream:
+            return await Relay(client, upstream, hooks).run()
+    except OSError as exc:
+        logger.warning("mcp-schema-gate: cannot reach the upstream %s: %s", spec.describe(), exc)
+        return 1
+
+
+class _RoutedReader:
+    def __init__(self, inner: Any, router: StreamRouter) -> None:
+        self._inner = inner
+        self._router = router
+
+    def __aiter__(self) -> _RoutedReader:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            item = await self._inner.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise StopAsyncIteration from None
+        if isinstance(item, SessionMessage):
+            await self._router.from_client(item.message)
+        return item
+
+
+class _RoutedWriter:
+    def __init__(self, inner: Any, router: StreamRouter) -> None:
+        self._inner = inner
+        self._router = router
+
+    async def send(self, item: SessionMessage) -> None:
+        item = self._router.to_client(item)
+        if item is not None:
+            await self._inner.send(item)
+
+
+class StreamRouter:
+    """Puts each upstream message on the HTTP stream it belongs to (see the module docstring)."""
+
+    def __init__(self, read_stream: Any, write_stream: Any) -> None:
+        self._write = write_stream
+        self._open: dict[tuple[bool, Any], Any] = {}  # client requests whose stream is open: key -> id
+        self._tokens: dict[tuple[bool, Any], Any] = {}  # progressToken key -> request id
+        self._token_of: dict[tuple[bool, Any], tuple[bool, Any]] = {}  # request key -> token key
+        self._cancelled: set[tuple[bool, Any]] = set()
+        self.streams = (_RoutedReader(read_stream, self), _RoutedWriter(write_stream, self))
+
+    async def from_client(self, message: Any) -> None:
+        if isinstance(message, types.JSONRPCRequest):
+            key = id_key(message.id)
+            self._cancelled.discard(key)
+            self._open[key] = message.id
+            token = (meta_of(message.params) or {}).get("progressToken")
+            if isinstance(token, str | int) and not isinstance(token, bool):
+                self._tokens[id_key(token)] = message.id
+                self._token_of[key] = id_key(token)
+        elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
+            params = message.params or {}
+            if "requestId" in params:
+                key = id_key(params["requestId"])
+                if key in self._open:
+                    request_id = self._close(key)
+                    self._cancelled.add(key)
+                    error = types.ErrorData(code=REQUEST_CANCELLED, message="Request cancelled")
+                    reply = types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error)
+                    try:
+                        await self._write.send(SessionMessage(reply))
+                    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                        pass
+
+    def _close(self, key: tuple[bool, Any]) -> Any:
+        request_id = self._open.pop(key, None)
+        token = self._token_of.pop(key, None)
+        if token is not None:
+            self._tokens.pop(token, None)
+        return request_id
+
+    def to_client(self, item: SessionMessage) -> SessionMessage | None:
+        message = item.message
+        if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+            key = id_key(message.id)
+            if key in self._cancelled:
+                self._cancelled.discard(key)
+                return None  # its stream was already ended for the cancellation
+            self._close(key)
+            return item
+        related = None
+        metadata = item.metadata
+        if isinstance(metadata, ServerMessageMetadata) and metadata.related_request_id is not None:
+            related = self._open.get(id_key(metadata.related_request_id))
+        if related is None and isinstance(message, types.JSONRPCNotification) and message.method == (
+            "notifications/progress"
+        ):
+            token = (message.params or {}).get("progressToken")
+            if isinstance(token, str | int) and not isinstance(token, bool):
+                related = self._tokens.get(id_key(token))
+        if related is None:
+            return SessionMessage(message)  # the GET stream
+        return SessionMessage(message, metadata=ServerMessageMetadata(related_request_id=related))

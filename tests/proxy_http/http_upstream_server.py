@@ -1,0 +1,72 @@
+"""The recording upstream test server (tests/proxy/upstream_server.py), served over HTTP on 127.0.0.1.
+
+Streamable HTTP at /mcp (the SDK's StreamableHTTPSessionManager) and legacy
+HTTP+SSE at /sse + /messages/ (SseServerTransport), on a port the OS picks.
+Prints `PORT <n>` on stdout once listening; same environment as the stdio one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import anyio  # noqa: E402
+import uvicorn  # noqa: E402
+from mcp.server.lowlevel.server import NotificationOptions  # noqa: E402
+from mcp.server.sse import SseServerTransport  # noqa: E402
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager  # noqa: E402
+from starlette.applications import Starlette  # noqa: E402
+from starlette.responses import Response  # noqa: E402
+from starlette.routing import Mount, Route  # noqa: E402
+
+from tests.proxy.upstream_server import build, record  # noqa: E402
+
+
+def app() -> Starlette:
+    server = build()
+    options = server.create_initialization_options(NotificationOptions(tools_changed=True))
+    manager = StreamableHTTPSessionManager(server, session_idle_timeout=None)
+    sse = SseServerTransport("/messages/")
+
+    async def handle_sse(request):
+        async with sse.connect_sse(request.scope, request.receive, request._send) as (read, write):
+            await server.run(read, write, options)
+        return Response()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app):
+        async with manager.run():
+            yield
+
+    return Starlette(
+        routes=[
+            Mount("/mcp", app=manager.handle_request),
+            Route("/sse", endpoint=handle_sse, methods=["GET"]),
+            Mount("/messages/", app=sse.handle_post_message),
+        ],
+        lifespan=lifespan,
+    )
+
+
+async def main() -> None:
+    record({"event": "start", "pid": os.getpid(), "marker": os.environ.get("PROXY_TEST_MARKER")})
+    config = uvicorn.Config(app(), host="127.0.0.1", port=0, log_level="warning")
+    server = uvicorn.Server(config)
+
+    async def announce() -> None:
+        while not server.started:
+            await anyio.sleep(0.01)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        print(f"PORT {port}", flush=True)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(announce)
+        await server.serve()
+
+
+if __name__ == "__main__":
+    anyio.run(main)
