@@ -67,7 +67,9 @@ def _parser(check: bool) -> argparse.ArgumentParser:
         help="validator dialect passed to validator.compile (default: the validator's own, 'contract')",
     )
     if check:
-        parser.add_argument("--catalog", metavar="FILE", help="read a saved tools/list result instead of running COMMAND")
+        parser.add_argument(
+            "--catalog", metavar="FILE", help="read a saved tools/list result instead of running COMMAND"
+        )
         parser.add_argument("--json", action="store_true", help="print the report as JSON")
         return parser
     parser.add_argument(
@@ -86,7 +88,9 @@ def _parser(check: bool) -> argparse.ArgumentParser:
         help="include the refused arguments in the audit log (off by default: they may hold secrets)",
     )
     parser.add_argument("--cwd", metavar="DIR", help="working directory for COMMAND (default: the current one)")
-    parser.add_argument("--quiet", action="store_true", help="do not print the startup summary (tools listed, unsupported ones) on stderr")
+    parser.add_argument(
+        "--quiet", action="store_true", help="do not print the startup summary (tools listed, unsupported ones) on stderr"
+    )
     from proxy import http_cli
 
     http_cli.add_options(parser)

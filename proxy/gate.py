@@ -106,7 +106,7 @@ class AuditLog:
 
     def record(self, rejection: Rejection, request_id: Any) -> None:
         entry: dict[str, Any] = {
-            "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds"),
+            "time": datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds"),
             "requestId": request_id,
             "tool": rejection.tool,
             "kind": rejection.kind,

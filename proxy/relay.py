@@ -242,5 +242,7 @@ class Relay:
         await self._flush()
         for request_id in list(self._unanswered.values()):
             await self.to_client(
-                error_message(request_id, INTERNAL_ERROR, "The upstream MCP server exited before answering this request")
+                error_message(
+                request_id, INTERNAL_ERROR, "The upstream MCP server exited before answering this request"
+            )
             )

@@ -151,7 +151,9 @@ def _diagnose(line: str | bytes) -> WireError:
     except ValueError as exc:
         return WireError(PARSE_ERROR, f"Parse error: {exc}")
     if not isinstance(raw, dict):
-        return WireError(INVALID_REQUEST, "Invalid Request: a message must be a JSON object (batches are not supported)")
+        return WireError(
+            INVALID_REQUEST, "Invalid Request: a message must be a JSON object (batches are not supported)"
+        )
     raw_id = raw.get("id")
     valid_id = isinstance(raw_id, (int, str)) and not isinstance(raw_id, bool)
     # Echo a numeric id as sent (JSON-RPC allows numbers); anything else cannot

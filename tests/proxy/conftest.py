@@ -78,7 +78,7 @@ def record(tmp_path: Path) -> Path:
     # No orphans: every upstream this test started must be gone by now.
     for start in records(path, "start"):
         pid = start["pid"]
-        if not wait_until(lambda: not pid_alive(pid), timeout=5):
+        if not wait_until(lambda pid=pid: not pid_alive(pid), timeout=5):
             os.kill(pid, signal.SIGKILL)
             pytest.fail(f"upstream test server {pid} outlived its test")
 

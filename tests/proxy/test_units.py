@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import io
+
 from typing import Any
 
 import anyio
 import mcp_types as types
-import pytest
 from mcp.shared.message import SessionMessage
 
 from proxy.catalog import Catalog
@@ -79,7 +80,7 @@ async def test_list_changed_is_forwarded_after_the_new_revision_and_before_later
     to_proxy_u, upstream_in = anyio.create_memory_object_stream[Any](100)
     upstream_out, from_proxy_u = anyio.create_memory_object_stream[Any](100)
     catalog = Catalog()
-    hooks = GuardHooks(catalog, Gate(), summary=open("/dev/null", "w"))
+    hooks = GuardHooks(catalog, Gate(), summary=io.StringIO())
     relay = Relay((client_in, client_out), (upstream_in, upstream_out), hooks)
     schemas = iter([{"type": "object"}, {"type": "object", "properties": {"t": {"type": "integer"}}}])
     seen_at_forward: list[Any] = []
@@ -99,7 +100,8 @@ async def test_list_changed_is_forwarded_after_the_new_revision_and_before_later
         with anyio.fail_after(5):
             await catalog.built.wait()
         await to_proxy_u.send(message({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}))
-        await to_proxy_u.send(message({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": 1}}))
+        log = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": 1}}
+        await to_proxy_u.send(message(log))
         received = []
         with anyio.fail_after(5):
             while len(received) < 2:
