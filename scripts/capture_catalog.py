@@ -258,6 +258,9 @@ def launch_spec(name: str, workdir: Path, *, install: bool = True) -> Launch:
         args = [str(_npm_bin(entry, root)), *args]
     else:
         command = str(root / "bin" / entry["bin"])
+        # Some servers build schema defaults from a set (mcp-atlassian): fix the
+        # string hash seed so a re-capture is byte-identical.
+        env.setdefault("PYTHONHASHSEED", "0")
     return Launch(name=name, command=command, args=args, env=env, cwd=str(workdir), entry=dict(entry))
 
 
