@@ -1,0 +1,108 @@
+"""Every listening side × every upstream side runs the stdio gate's end-to-end scenario.
+
+listen: stdio (the gate as the Client's child), sse://127.0.0.1:0, http://127.0.0.1:0
+upstream: the recording test server as a stdio child, or over HTTP+SSE, or over Streamable HTTP.
+Plus two gates chained over Streamable HTTP.
+"""
+
+from __future__ import annotations
+
+import sys
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+
+from tests.proxy.conftest import calls
+from tests.proxy_http.conftest import client_for, gate_args, http_gate, http_upstream, upstream_command, upstream_url
+
+KINDS = ("stdio", "sse", "http")
+_DIRECT: list[list[dict]] = []
+
+
+def dump_tools(result: types.ListToolsResult) -> list[dict]:
+    return [t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in result.tools]
+
+
+async def direct_listing(tmp_path: Path) -> list[dict]:
+    """The upstream's own listing, straight from a direct stdio session (computed once)."""
+    if not _DIRECT:
+        async with client_for("stdio", upstream_command(), tmp_path / "direct.jsonl") as client:
+            _DIRECT.append(dump_tools(await client.list_tools()))
+    return _DIRECT[0]
+
+
+async def scenario(client_factory, record: Path, direct: list[dict]) -> None:
+    changed = anyio.Event()
+    progress: list[tuple] = []
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            changed.set()
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append((value, total, message))
+
+    async with client_factory(message_handler=on_message) as client:
+        assert client.protocol_version == "2025-11-25"
+        # listing unchanged
+        assert dump_tools(await client.list_tools()) == direct
+        # a valid call is forwarded and answered
+        result = await client.call_tool("echo", {"text": "héllo"})
+        assert not result.is_error and result.content[0].text == "héllo"
+        # an invalid call is answered by the gate
+        rejected = await client.call_tool("echo", {"text": ""})
+        assert rejected.is_error and rejected.structured_content["keyword"] == "minLength"
+        unsupported = await client.call_tool("titled", {"x": "a"})
+        assert unsupported.is_error and unsupported.structured_content["kind"] == "unsupported_capability"
+        # progress reaches the caller
+        done = await client.call_tool("slow", {"steps": 3}, progress_callback=on_progress)
+        assert done.content[0].text == "slow done after 3 steps"
+        assert [p[0] for p in progress] == [1, 2, 3]
+        # list_changed: relisted before it is forwarded, so the new schema applies at once
+        assert (await client.call_tool("mutable", {"x": "one"})).is_error
+        await client.call_tool("flip", {})
+        with anyio.fail_after(10):
+            await changed.wait()
+        stale = await client.call_tool("mutable", {"x": 1})
+        assert stale.is_error and stale.structured_content["keyword"] == "type"
+        assert (await client.call_tool("mutable", {"x": "one"})).content[0].text == "mutable got 'one'"
+    # the upstream saw only the valid calls
+    assert [(c["name"], c["arguments"]) for c in calls(record)] == [
+        ("echo", {"text": "héllo"}), ("slow", {"steps": 3}), ("flip", {}), ("mutable", {"x": "one"}),
+    ]
+
+
+@pytest.mark.parametrize("upstream_kind", KINDS)
+@pytest.mark.parametrize("listen_kind", KINDS)
+async def test_transport_pair_runs_the_gate_scenario(tmp_path: Path, record: Path, listen_kind: str,
+                                                     upstream_kind: str) -> None:
+    direct = await direct_listing(tmp_path)
+    async with AsyncExitStack() as stack:
+        upstream = None
+        if upstream_kind != "stdio":
+            base = await stack.enter_async_context(http_upstream(record))
+            upstream = upstream_url(base, upstream_kind)
+        if listen_kind == "stdio":
+            target = [sys.executable, "-m", "proxy", *gate_args(upstream)]
+        else:
+            target, _ = await stack.enter_async_context(http_gate(record, listen_kind, upstream))
+
+        def factory(**kwargs: Any):
+            return client_for(listen_kind, target, record, **kwargs)
+
+        with anyio.fail_after(60):
+            await scenario(factory, record, direct)
+
+
+async def test_two_gates_chained_over_streamable_http(tmp_path: Path, record: Path) -> None:
+    direct = await direct_listing(tmp_path)
+    async with http_gate(record, "http", None) as (inner, _):
+        async with http_gate(record, "http", inner) as (outer, outer_proc):
+            with anyio.fail_after(60):
+                await scenario(lambda **kw: client_for("http", outer, **kw), record, direct)
+    # both gates built a catalog of their own
+    assert f"{len(direct)} tools listed".encode() in outer_proc.stderr, outer_proc.stderr.decode()
