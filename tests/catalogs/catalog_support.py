@@ -38,6 +38,14 @@ SCRIPTS = REPO / "scripts"
 
 LINE_TERMINATORS = "\n\r\u2028\u2029"
 
+# section -> counter name -> count; printed by conftest.py after the run.
+EVIDENCE: dict[str, dict[str, int]] = {}
+
+
+def count(section: str, name: str, n: int = 1) -> None:
+    bucket = EVIDENCE.setdefault(section, {})
+    bucket[name] = bucket.get(name, 0) + n
+
 
 def load_script(name: str) -> Any:
     """Import scripts/<name>.py as a module (scripts/ is not a package)."""

@@ -46,7 +46,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from catalog_support import ArgumentStrategies, load_script
+from catalog_support import ArgumentStrategies, count, load_script
 
 jsonschema = pytest.importorskip("jsonschema", reason="jsonschema (the test oracle, in the `test` extra) is not installed")
 
@@ -159,6 +159,16 @@ def test_supported_tool_agrees_with_jsonschema(dialects: tuple[str, ...], server
         boundary["cases"] += 1
         boundary["valid" if expected else "invalid"] += 1
     assert boundary["cases"] > 0
+    section = "jsonschema differential over supported real tools"
+    count(section, "tools")
+    for dialect in dialects:
+        count(section, f"tools supported [{dialect}]")
+    count(section, "hypothesis examples", tally["examples"])
+    count(section, "hypothesis valid", tally["valid"])
+    count(section, "hypothesis invalid", tally["invalid"])
+    count(section, "boundary cases", boundary["cases"])
+    count(section, "boundary valid", boundary["valid"])
+    count(section, "boundary invalid", boundary["invalid"])
 
 
 def test_differential_covers_every_supported_tool():

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 import validator
-from catalog_support import CATALOG_DIR, load_script
+from catalog_support import CATALOG_DIR, count, load_script
 
 compat = load_script("compat_report")
 capture = load_script("capture_catalog")
@@ -121,6 +121,10 @@ def test_preflight_outcomes_match_expectations(doc: dict[str, Any], dialect: str
             assert err.to_dict()["keyword"] == err.keyword
         if again != outcome:
             changed.append(f"{tool['name']}: compile gives {outcome!r} but validate_schema gives {again!r}")
+    section = f"preflight [{dialect}]"
+    count(section, "servers")
+    count(section, "tools", len(doc["tools"]))
+    count(section, "supported", sum(1 for o in expected.values() if o == "supported"))
     assert not slow, f"preflight slower than {PER_TOOL_SECONDS}s: {slow}"
     assert not changed, (
         f"{doc['server']} [{dialect}]: preflight outcome changed for {len(changed)} tool(s) "
