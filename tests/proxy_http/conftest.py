@@ -130,3 +130,9 @@ def sse_messages(text: str) -> list[dict]:
 def raw_client(**headers: str) -> httpx2.AsyncClient:
     base = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
     return httpx2.AsyncClient(headers={**base, **headers}, timeout=httpx2.Timeout(20.0))
+
+
+def wait_for_records(predicate, timeout: float = 10.0) -> bool:
+    from tests.proxy.conftest import wait_until
+
+    return wait_until(predicate, timeout=timeout)

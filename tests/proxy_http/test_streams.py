@@ -1,0 +1,109 @@
+"""Streamable HTTP details a naive relay gets wrong, checked on the wire with a raw HTTP client.
+
+- an upstream notification that belongs to a request goes to that request's POST stream
+  (progress by its progressToken from a stdio upstream; by the upstream's own POST stream
+  from a Streamable HTTP upstream), not to the GET stream;
+- a cancelled request's POST stream is released (ended with -32800) and its late answer dropped;
+- 2026-07-28 is declined with -32022, and the SDK's auto-mode client falls back to 2025-11-25.
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import AsyncExitStack
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.proxy.conftest import calls, records
+from tests.proxy_http.conftest import client_for, http_gate, http_upstream, raw_client, sse_messages, wait_for_records
+
+VERSION = "2025-11-25"
+
+
+async def open_raw_session(http, url: str) -> dict[str, str]:
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
+    reply = await http.post(url, content=json.dumps(init))
+    assert reply.status_code == 200, reply.text
+    assert "result" in sse_messages(reply.text)[-1]
+    headers = {"mcp-session-id": reply.headers["mcp-session-id"], "mcp-protocol-version": VERSION}
+    ack = await http.post(url, content=json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+                          headers=headers)
+    assert ack.status_code == 202
+    return headers
+
+
+async def gate_over(stack: AsyncExitStack, record: Path, upstream_kind: str) -> str:
+    upstream = None
+    if upstream_kind == "http":
+        upstream = f"{await stack.enter_async_context(http_upstream(record))}/mcp"
+    url, _ = await stack.enter_async_context(http_gate(record, "http", upstream))
+    return url
+
+
+@pytest.mark.parametrize("upstream_kind", ["stdio", "http"])
+async def test_progress_goes_to_the_post_stream_of_its_request(record: Path, upstream_kind: str) -> None:
+    async with AsyncExitStack() as stack:
+        url = await gate_over(stack, record, upstream_kind)
+        async with raw_client() as http:
+            headers = await open_raw_session(http, url)
+            # No GET stream is open: a notification routed there would be lost.
+            call = {"jsonrpc": "2.0", "id": "call-1", "method": "tools/call",
+                    "params": {"name": "slow", "arguments": {"steps": 3}, "_meta": {"progressToken": "tok-1"}}}
+            with anyio.fail_after(20):
+                reply = await http.post(url, content=json.dumps(call), headers=headers)
+            messages = sse_messages(reply.text)
+            progress = [m for m in messages if m.get("method") == "notifications/progress"]
+            assert [(p["params"]["progressToken"], p["params"]["progress"]) for p in progress] == [
+                ("tok-1", 1), ("tok-1", 2), ("tok-1", 3)]
+            assert messages[-1]["id"] == "call-1" and "result" in messages[-1]
+
+
+@pytest.mark.parametrize("upstream_kind", ["stdio", "http"])
+async def test_a_cancelled_request_releases_its_stream(record: Path, upstream_kind: str) -> None:
+    async with AsyncExitStack() as stack:
+        url = await gate_over(stack, record, upstream_kind)
+        async with raw_client() as http:
+            headers = await open_raw_session(http, url)
+            call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                    "params": {"name": "slow", "arguments": {"steps": 400}, "_meta": {"progressToken": 70}}}
+            seen: list[dict] = []
+            with anyio.fail_after(15):
+                async with http.stream("POST", url, content=json.dumps(call), headers=headers) as response:
+                    lines = response.aiter_lines()
+                    async for line in lines:
+                        if line.startswith("data:") and line[5:].strip():
+                            seen.append(json.loads(line[5:]))
+                            break  # the first progress: the call is running upstream
+                    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                              "params": {"requestId": 7, "reason": "test"}}
+                    ack = await http.post(url, content=json.dumps(cancel), headers=headers)
+                    assert ack.status_code == 202
+                    async for line in lines:  # ends: the stream was released
+                        if line.startswith("data:") and line[5:].strip():
+                            seen.append(json.loads(line[5:]))
+            assert seen[0]["method"] == "notifications/progress"
+            assert seen[-1] == {"jsonrpc": "2.0", "id": 7, "error": {"code": -32800, "message": "Request cancelled"}}
+            # the session is still usable
+            echo = {"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "x"}}}
+            after = sse_messages((await http.post(url, content=json.dumps(echo), headers=headers)).text)
+            assert after[-1]["result"]["content"][0]["text"] == "x"
+        assert wait_for_records(lambda: records(record, "cancelled"))
+    assert [c["name"] for c in calls(record)] == ["slow", "echo"]
+
+
+async def test_2026_07_28_is_declined_and_the_auto_client_falls_back(record: Path) -> None:
+    async with http_gate(record, "http", None) as (url, _):
+        async with raw_client(**{"mcp-protocol-version": "2026-07-28"}) as http:
+            probe = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {}}}}
+            reply = await http.post(url, content=json.dumps(probe))
+        assert reply.status_code == 400
+        error = reply.json()["error"]
+        assert error["code"] == -32022 and "2025-11-25" in error["data"]["supported"]
+        async with client_for("http", url, mode="auto") as client:
+            assert client.protocol_version == "2025-11-25"
+            assert (await client.call_tool("echo", {"text": "fell back"})).content[0].text == "fell back"
