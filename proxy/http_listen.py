@@ -23,6 +23,7 @@ client answers by falling back to the initialize handshake.
 from __future__ import annotations
 
 import hmac
+import json
 import logging
 import signal
 import sys
@@ -92,8 +93,10 @@ def parse_listen(value: str) -> ListenSettings | None:
 
 def refusal(status: int, message: str, code: int = types.INVALID_REQUEST, data: Any = None,
             headers: dict[str, str] | None = None) -> Response:
-    error = types.ErrorData(code=code, message=message, data=data)
-    body = types.JSONRPCError(jsonrpc="2.0", id=None, error=error).model_dump_json(by_alias=True, exclude_none=True)
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": error})
     return Response(body, status_code=status, media_type="application/json", headers=headers)
 
 

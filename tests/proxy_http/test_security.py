@@ -1,0 +1,53 @@
+"""Refusals on the listening side: each one a clear HTTP status with a JSON-RPC error body."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.proxy.conftest import calls
+from tests.proxy_http.conftest import client_for, http_gate, raw_client
+
+TOKEN = "s3cret-token"
+INIT = json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
+
+
+def refused(reply, status: int, words: str) -> None:
+    assert reply.status_code == status, (reply.status_code, reply.text)
+    body = reply.json()
+    assert body["jsonrpc"] == "2.0" and body["id"] is None
+    assert words in body["error"]["message"], body
+
+
+@pytest.mark.parametrize("kind", ["http", "sse"])
+async def test_refusals(record: Path, kind: str) -> None:
+    async with http_gate(record, kind, None, "--auth-token-env", "GATE_TOKEN", "--max-body-bytes", "2048",
+                         GATE_TOKEN=TOKEN) as (url, proc):
+        post_url = url if kind == "http" else url.replace("/sse", "/messages/?session_id=0")
+        auth = {"authorization": f"Bearer {TOKEN}"}
+        async with raw_client() as http:
+            # missing or wrong token
+            refused(await http.post(post_url, content=INIT), 401, "Bearer")
+            refused(await http.post(post_url, content=INIT, headers={"authorization": "Bearer nope"}), 401, "Bearer")
+            refused(await http.get(url, headers={"accept": "text/event-stream"}), 401, "Bearer")
+            # DNS rebinding: a foreign Origin or Host
+            refused(await http.post(post_url, content=INIT, headers={**auth, "origin": "http://evil.example"}),
+                    403, "Origin")
+            refused(await http.post(post_url, content=INIT, headers={**auth, "host": "evil.example:80"}), 421, "Host")
+            # oversized body
+            big = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                              "params": {"name": "echo", "arguments": {"text": "x" * 4096}}})
+            reply = await http.post(post_url, content=big, headers=auth)
+            assert reply.status_code == 413, reply.text
+            if kind == "http":  # a loopback Origin with the token is served
+                ok = await http.post(url, content=INIT, headers={**auth, "origin": "http://127.0.0.1:1234"})
+                assert ok.status_code == 200, ok.text
+                await http.delete(url, headers={**auth, "mcp-session-id": ok.headers["mcp-session-id"]})
+        # the SDK client with the token works end to end
+        async with client_for(kind, url, token=TOKEN) as client:
+            assert (await client.call_tool("echo", {"text": "authorized"})).content[0].text == "authorized"
+    assert [c["arguments"] for c in calls(record)] == [{"text": "authorized"}]
+    assert TOKEN.encode() not in proc.stderr
