@@ -52,9 +52,9 @@ async def test_listing_through_the_proxy_equals_the_direct_listing(tmp_path: Pat
         direct, direct_pages = await list_all(client)
     async with connect(record, mode, page_size=4) as client:
         proxied, pages = await list_all(client)
-    assert pages == direct_pages == 3
+    assert pages == direct_pages == 3  # 10 tools, 4 per page
     assert proxied == direct
-    assert len(proxied) == 9
+    assert len(proxied) == 10
 
 
 async def test_the_proxys_own_listing_copies_the_client_envelope(record: Path, mode: str) -> None:
@@ -174,6 +174,21 @@ async def test_elicitation_passes_through(record: Path, mode: str) -> None:
     assert text_of(result) == 'elicited accept: {"answer": "forty-two"}'
     # 2026-07-28 retries the call with inputResponses; each retry is gated and forwarded.
     assert {c["name"] for c in calls(record)} == {"ask"}
+
+
+async def test_sampling_passes_through(record: Path, mode: str) -> None:
+    prompts: list[str] = []
+
+    async def on_sample(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        prompts.append(params.messages[0].content.text)
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="a haiku"), model="test-model"
+        )
+
+    async with connect(record, mode, sampling_callback=on_sample) as client:
+        result = await client.call_tool("sample", {"prompt": "write a haiku"})
+    assert prompts == ["write a haiku"]
+    assert text_of(result) == "sampled: a haiku"
 
 
 async def test_cancellation_reaches_the_upstream(record: Path, mode: str) -> None:

@@ -157,7 +157,7 @@ async def test_environment_stderr_and_audit_log(record: Path, tmp_path: Path) ->
         await session.request(2, "tools/call", {"name": "nope", "arguments": {}})
     assert records(record, "start")[0]["marker"] == "passed-through"  # the child got our environment
     assert b"upstream test server starting" in session.stderr  # the child's stderr is ours
-    assert b"9 tools listed, 1 unsupported" in session.stderr
+    assert b"10 tools listed, 1 unsupported" in session.stderr
     assert b"titled: unsupported_capability: title at /title" in session.stderr
     lines = [json.loads(line) for line in audit.read_text().splitlines()]
     assert [(e["requestId"], e["tool"], e["kind"]) for e in lines] == [(1, "add", "validation"), (2, "nope", "unknown_tool")]
@@ -253,7 +253,7 @@ async def test_dialect_option_reaches_the_validator(record: Path) -> None:
         assert reply["result"]["content"][0]["text"] == "titled called"  # `title` is an annotation there
         reply = await session.request(2, "tools/call", {"name": "titled", "arguments": {"x": 1}})
         assert reply["result"]["structuredContent"]["keyword"] == "type"
-    assert b"9 tools listed, 0 unsupported" in session.stderr
+    assert b"10 tools listed, 0 unsupported" in session.stderr
     assert [c["name"] for c in calls(record)] == ["titled"]
 
 

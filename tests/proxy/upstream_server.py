@@ -52,6 +52,7 @@ def tools() -> list[types.Tool]:
         ("mutable", obj({"x": mutable}, ["x"])),
         ("flip", obj({})),
         ("noargs", {"type": "object"}),
+        ("sample", obj({"prompt": {"type": "string"}}, ["prompt"])),
     ]
     return [types.Tool(name=n, description=f"test tool {n}", input_schema=s) for n, s in specs]
 
@@ -96,6 +97,22 @@ async def call_tool(ctx, params: types.CallToolRequestParams):
             record({"event": "cancelled", "name": name, "id": ctx.request_id})
             raise
         return text(f"slow done after {args['steps']} steps")
+    if name == "sample":
+        messages = [types.SamplingMessage(role="user", content=types.TextContent(type="text", text=args["prompt"]))]
+        if not modern:
+            reply = await ctx.session.create_message(messages, max_tokens=10, related_request_id=ctx.request_id)
+            return text(f"sampled: {reply.content.text}")
+        responses = params.input_responses or {}
+        if "llm" not in responses:
+            return types.InputRequiredResult(
+                result_type="input_required",
+                input_requests={
+                    "llm": types.CreateMessageRequest(
+                        params=types.CreateMessageRequestParams(messages=messages, max_tokens=10)
+                    )
+                },
+            )
+        return text(f"sampled: {responses['llm'].content.text}")
     if name == "ask":
         schema = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
         if not modern:
