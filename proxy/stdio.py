@@ -63,7 +63,7 @@ def _is_pipe_like(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
 
 
-class _ClientReadStream:
+class _PipeReadStream:
     """Messages parsed as they are read from a pipe: no reader task, no hand-off.
 
     Iterated by the relay's pump itself, which saves event-loop passes per
@@ -96,7 +96,7 @@ class _ClientReadStream:
                 return item
         raise anyio.EndOfStream
 
-    def __aiter__(self) -> _ClientReadStream:
+    def __aiter__(self) -> _PipeReadStream:
         return self
 
     async def __anext__(self) -> SessionMessage | Exception:
@@ -112,7 +112,7 @@ class _ClientReadStream:
         pass
 
 
-class _ClientWriteStream:
+class _PipeWriteStream:
     """Writes each message as one line, directly from the sending task.
 
     One write() call per line, so concurrent senders can never interleave
@@ -165,7 +165,7 @@ async def client_stdio(stdin_fd: int = 0, stdout_fd: int = 1) -> AsyncIterator[t
         transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, out_file)
         writer = asyncio.StreamWriter(transport, protocol, None, loop)
     try:
-        yield _ClientReadStream(reader, in_file), _ClientWriteStream(writer, out_file)
+        yield _PipeReadStream(reader, in_file), _PipeWriteStream(writer, out_file)
     finally:
         if writer is not None:
             # Let replies already written reach the client before the pipe closes.
@@ -209,7 +209,7 @@ async def upstream_stdio(command: list[str], cwd: str | None = None) -> AsyncIte
         preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
     )
     try:
-        yield _ClientReadStream(process.stdout, None), _ClientWriteStream(process.stdin, None)
+        yield _PipeReadStream(process.stdout, None), _PipeWriteStream(process.stdin, None)
     finally:
         with anyio.CancelScope(shield=True):
             with suppress(Exception):
