@@ -132,7 +132,10 @@ class Compiler:
                 rest = self.cell(schema, (), 0)
                 self._refuse_in_place_cycles()
                 return sequence([root_type, rest])
-            if declared != "object" and declared != ["object"]:
+            malformed = type(declared) is list and (
+                len({repr(t) for t in declared}) != len(declared) or any(type(t) is not str for t in declared)
+            )
+            if declared != "object" and declared != ["object"] and not malformed:  # node() reports a malformed list
                 what = "no type" if declared is None else f"type {describe(declared)}"
                 raise self._error(
                     UNSUPPORTED, ("type",), "type",

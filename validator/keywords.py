@@ -158,8 +158,7 @@ def compile_properties(value: Any, site: Site) -> Check | None:
 
 
 def _not_allowed(name: Any, names: frozenset) -> str:
-    shown = f'"{name}"' if type(name) is str else f"{name!r} (not a string)"
-    return f"property {shown} is not allowed (no additional properties; allowed: {_names(names)})"
+    return f'property "{name}" is not allowed (no additional properties; allowed: {_names(names)})'
 
 
 def compile_required(value: Any, site: Site) -> Check | None:
@@ -238,6 +237,25 @@ def _names(names: frozenset) -> str:
 
 def compile_string_annotation(value: Any, site: Site) -> None:
     site.string(value)
+    return None
+
+
+# Dialects whose keywords mean what the extended dialect enforces (draft-07 and
+# older differ only where the extended keywords say so: $ref siblings, dependencies).
+_KNOWN_METASCHEMAS = frozenset({
+    "json-schema.org/draft/2020-12/schema", "json-schema.org/draft/2019-09/schema",
+    "json-schema.org/draft-07/schema", "json-schema.org/draft-06/schema", "json-schema.org/draft-04/schema",
+})
+
+
+def compile_schema_uri(value: Any, site: Site) -> None:
+    uri = site.string(value)
+    if site.dialect == EXTENDED:
+        bare = uri.split("://", 1)[-1].rstrip("#")
+        if bare not in _KNOWN_METASCHEMAS:
+            # A custom metaschema may switch vocabularies off or on; enforcing the
+            # standard meaning regardless could accept what its author meant to refuse.
+            raise site.unsupported(f"the metaschema {describe(uri)} is not a standard JSON Schema dialect")
     return None
 
 
@@ -473,7 +491,7 @@ KEYWORDS: dict[str, Keyword] = {
         Keyword("default", compile_default, None),
         Keyword("format", compile_string_annotation, None),
         Keyword("contentEncoding", compile_string_annotation, None),
-        Keyword("$schema", compile_string_annotation, None),
+        Keyword("$schema", compile_schema_uri, None),
         Keyword("x-mcp-header", compile_string_annotation, None),
         Keyword("enum", compile_enum, "any"),
         Keyword("minimum", compile_minimum, "number"),

@@ -386,3 +386,108 @@ def test_non_json_arguments_are_validation_errors(dialect: str, evidence) -> Non
     finally:
         for name, n in tally.items():
             evidence.count(f"non-JSON arguments [{dialect}]", name, n)
+
+
+# --- the extended dialect's own keywords ------------------------------------------------------
+# Random schemas that mix the contract's keywords with the extended dialect's
+# (const, allOf, maxLength, exclusive bounds, integer multipleOf, uniqueItems,
+# property counts, propertyNames, patternProperties, dependentRequired/Schemas,
+# prefixItems, contains with bounds, if/then/else, boolean schemas, oneOf beside
+# anyOf, local $ref into $defs), compared with jsonschema the same way.
+# multipleOf uses integer divisors only: for a float divisor jsonschema divides
+# in binary floating point (0.3 is not a multiple of 0.1 there) while the
+# extended dialect is exact in decimal by design (tests/validator/test_extended.py).
+
+PATTERN_NAMES = ["^a", "b$", "^x/", "é"]  # same meaning in Python's re and ECMAScript on these names
+
+
+def _ext_values(depth: int, refs: bool) -> dict:
+    def sub():
+        return st.deferred(lambda: ext_subschemas(depth, refs))
+    return {
+        "const": st.one_of(st.sampled_from(TRICKY), json_values),
+        "allOf": st.lists(sub(), min_size=1, max_size=2),
+        "maxLength": counts,
+        "exclusiveMinimum": bounds,
+        "exclusiveMaximum": bounds,
+        "multipleOf": st.sampled_from([1, 2, 3, 7, 2**53 + 1]),
+        "uniqueItems": st.booleans(),
+        "minProperties": counts,
+        "maxProperties": counts,
+        "propertyNames": st.one_of(st.just({"maxLength": 1}), st.just({"enum": ["a", "b"]}), sub()),
+        "patternProperties": st.dictionaries(st.sampled_from(PATTERN_NAMES), sub(), max_size=2),
+        "dependentRequired": st.dictionaries(st.sampled_from(NAMES), st.lists(st.sampled_from(NAMES), max_size=2), max_size=2),
+        "dependentSchemas": st.dictionaries(st.sampled_from(NAMES), sub(), max_size=2),
+        "prefixItems": st.lists(sub(), min_size=1, max_size=3),
+        "contains": sub(),
+        "minContains": counts,
+        "maxContains": counts,
+        "if": sub(),
+        "then": sub(),
+        "else": sub(),
+        "$ref": st.just("#/$defs/d"),
+        "title": st.just("T"),
+    }
+
+
+EXT_NAMES = ["const", "allOf", "maxLength", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "uniqueItems",
+             "minProperties", "maxProperties", "propertyNames", "patternProperties", "dependentRequired",
+             "dependentSchemas", "prefixItems", "contains", "minContains", "maxContains", "if", "then", "else",
+             "$ref", "title"]
+EXT_RECURSIVE = {"allOf", "propertyNames", "patternProperties", "dependentSchemas", "prefixItems", "contains",
+                 "if", "then", "else"}
+
+
+@st.composite
+def ext_subschemas(draw, depth: int, refs: bool = True) -> Any:
+    if draw(st.integers(0, 9)) == 0:
+        return draw(st.booleans())  # boolean schemas anywhere
+    schema: dict[str, Any] = draw(subschemas(min(depth, 1))) if draw(st.booleans()) else {}
+    schema.pop("additional_properties", None)  # the alias is ours alone; keep the oracle's view identical
+    values = _ext_values(depth - 1, refs)
+    for keyword in draw(st.lists(st.sampled_from(EXT_NAMES), max_size=3, unique=True)):
+        if depth <= 0 and keyword in EXT_RECURSIVE or keyword == "$ref" and not refs:
+            continue
+        schema[keyword] = draw(values[keyword])
+    return schema
+
+
+@st.composite
+def ext_root_schemas(draw) -> dict:
+    schema = draw(ext_subschemas(2))
+    schema = schema if isinstance(schema, dict) else {}
+    schema["type"] = "object"
+    schema["$defs"] = {"d": draw(ext_subschemas(1, refs=False))}  # so no $ref cycle (those are refused)
+    return schema
+
+
+def test_extended_differential_against_jsonschema(evidence) -> None:
+    tally = {"examples": 0, "instances": 0, "valid": 0, "invalid": 0}
+    section = f"{SECTION} [extended keywords]"
+
+    @settings(PROFILE, max_examples=max(500, EXAMPLES // 2))
+    @given(schema=ext_root_schemas(), data=st.data())
+    def compare(schema: dict, data: st.DataObject) -> None:
+        try:
+            compiled = validator.compile(schema, dialect=validator.EXTENDED)
+        except InputSchemaError as exc:
+            raise AssertionError(f"extended preflight rejected {schema!r}: {exc!r}") from None
+        oracle = jsonschema.Draft202012Validator(schema)
+        tally["examples"] += 1
+        near = instances_for(schema)
+        for _ in range(INSTANCES_PER_SCHEMA):
+            instance = data.draw(st.one_of(near, near, json_values), label="instance")
+            ours, theirs = _ours(compiled, instance), oracle.is_valid(instance)
+            tally["instances"] += 1
+            tally["valid" if theirs else "invalid"] += 1
+            assert ours == theirs, (
+                f"disagreement: ours={ours}, jsonschema={theirs}\nschema={schema!r}\ninstance={instance!r}"
+            )
+
+    try:
+        compare()
+    finally:
+        for name, n in tally.items():
+            evidence.count(section, name, n)
+    assert tally["valid"] >= tally["instances"] // 20, tally
+    assert tally["invalid"] >= tally["instances"] // 10, tally
