@@ -190,10 +190,11 @@ class GuardHooks:
         try:
             async with self._refresh_lock:
                 tools = await self._list_all(relay)
-                first = not self.catalog.built.is_set()
+                before = self.catalog.summary() if self.catalog.built.is_set() else None
                 self.catalog.replace(tools)
-                if first:
-                    for line in self.catalog.summary():
+                after = self.catalog.summary()
+                if after != before:  # the startup summary, and again whenever a relisting changes it
+                    for line in after:
                         print(line, file=self._summary, flush=True)
         except Exception as exc:
             reason = f"tools/list failed: {exc}"
