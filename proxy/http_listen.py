@@ -200,17 +200,22 @@ class GateApp:
                     task_status.started()
                     router = StreamRouter(read_stream, write_stream)
                     idle = transport.idle_scope or anyio.CancelScope()
-                    with idle:
-                        await run_session(router.streams, self.spec, self.settings)
-                    if idle.cancelled_caught:
-                        logger.warning("mcp-schema-gate: session %s idle for %ss, closed", session_id,
-                                       self.listen.idle_timeout)
+                    try:
+                        with idle:
+                            await run_session(router.streams, self.spec, self.settings)
+                        if idle.cancel_called and not scope.cancel_called:
+                            logger.warning("mcp-schema-gate: session %s idle for %ss, closed", session_id,
+                                           self.listen.idle_timeout)
+                    finally:
+                        # Terminated before connect() exits: its message router
+                        # then ends quietly, and the client's next request gets 404.
+                        self.sessions.pop(session_id, None)
+                        if not transport.is_terminated:
+                            with anyio.CancelScope(shield=True):
+                                await transport.terminate()
         finally:
             self.sessions.pop(session_id, None)
             self.session_scopes.pop(session_id, None)
-            if not transport.is_terminated:
-                with anyio.CancelScope(shield=True):
-                    await transport.terminate()
 
     def _end(self, session_id: str) -> None:
         self.sessions.pop(session_id, None)

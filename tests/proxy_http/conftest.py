@@ -136,3 +136,11 @@ def wait_for_records(predicate, timeout: float = 10.0) -> bool:
     from tests.proxy.conftest import wait_until
 
     return wait_until(predicate, timeout=timeout)
+
+
+async def eventually(predicate, timeout: float = 10.0, interval: float = 0.02) -> bool:
+    """wait_until without blocking the event loop (the stderr drains keep running)."""
+    with anyio.move_on_after(timeout):
+        while not predicate():
+            await anyio.sleep(interval)
+    return bool(predicate())
