@@ -20,7 +20,10 @@ def main() -> None:
         if method == "initialize":
             result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "raw", "version": "0"}}
         elif method == "tools/list":
-            result = {"tools": []}
+            schema = {"type": "object", "properties": {"text": {"type": "string", "minLength": 1}}}
+            result = {"tools": [{"name": "echo", "inputSchema": schema}]}
+        elif method == "tools/call":
+            result = {"content": [{"type": "text", "text": line.rstrip("\n")}]}
         elif method == "raw/echo":
             result = {"line": line.rstrip("\n")}
         elif method == "raw/emit":

@@ -287,3 +287,19 @@ async def test_large_messages_pass_both_ways(record: Path) -> None:
         await session.initialize()
         reply = await session.request(1, "tools/call", {"name": "echo", "arguments": {"text": text}})
         assert reply["result"]["content"][0]["text"] == text
+
+
+async def test_a_tools_call_is_forwarded_as_the_value_that_was_validated(record: Path) -> None:
+    """Duplicate keys: Python keeps the last; forwarding the raw line could let a first-wins server see the other."""
+    upstream = [sys.executable, str(Path(__file__).with_name("raw_upstream.py"))]
+    async with raw_proxy(record, upstream=upstream) as session:
+        await session.initialize()
+        await session.send('{"jsonrpc":"2.0","id":1,"method":"tools/call",'
+                           '"params":{"name":"echo","arguments":{"text":"","text":"ok"}}}')
+        reply, _ = await session.receive_until(is_reply_to(1))
+        forwarded = reply["result"]["content"][0]["text"]
+        assert forwarded.count('"text"') == 1 and json.loads(forwarded)["params"]["arguments"] == {"text": "ok"}
+        await session.send('{"jsonrpc":"2.0","id":2,"method":"tools/call",'
+                           '"params":{"name":"echo","arguments":{"text":"ok","text":""}}}')
+        reply, _ = await session.receive_until(is_reply_to(2))
+        assert reply["result"]["isError"] is True  # the value checked is the value a last-wins parser sees
