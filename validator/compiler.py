@@ -17,7 +17,7 @@ from .failures import Invalid
 from .json_values import NotJson, check_json, describe
 from .keywords import CONTRACT, EXTENDED, KEYWORDS, Keyword
 from .patterns import PatternError, compile_pattern
-from .nodes import check_domain, combine, domain_failure, sequence
+from .nodes import check_domain, combine, domain_failure, sequence, trusted
 from .site import Check, Site
 
 DIALECTS = (CONTRACT, EXTENDED)
@@ -129,7 +129,7 @@ class Compiler:
                 # publish) is read as "type": "object", which narrows and never drops a constraint.
                 self.document = schema
                 root_type = self.node({"type": "object"}, (), 0)
-                rest = self.cell(schema, (), 0)
+                rest = self.cell(schema, (), 0, ensured=False)
                 self._refuse_in_place_cycles()
                 return sequence([root_type, rest])
             malformed = type(declared) is list and (
@@ -142,21 +142,26 @@ class Compiler:
                     f'a tool schema root must declare "type": "object"; this one has {what}',
                 )
         self.document = schema
-        check = self.cell(schema, (), 0)
+        check = self.cell(schema, (), 0, ensured=False)
         self._refuse_in_place_cycles()
         return check
 
     def sub(self, schema: Any, tokens: tuple, depth: int, descend: bool) -> Check:
         if not descend:
-            return self.node(schema, tokens, depth)
+            # Applied to the value its parent already holds to the JSON domain.
+            return self.node(schema, tokens, depth, ensured=True)
         self.descents += 1
         try:
             return self.node(schema, tokens, depth)
         finally:
             self.descents -= 1
 
-    def cell(self, schema: Any, tokens: tuple, depth: int) -> Check:
-        """Compile the schema at ``tokens`` once; later references share it."""
+    def cell(self, schema: Any, tokens: tuple, depth: int, ensured: bool = True) -> Check:
+        """Compile the schema at ``tokens`` once; later references share it.
+
+        Every use but the root is a $ref, which applies in place: the value's
+        JSON domain is already held by the schema object the $ref stands in.
+        """
         known = self.cells.get(tokens)
         if known is not None:
             if known.check is not None:
@@ -166,7 +171,7 @@ class Compiler:
         cell = self.cells[tokens] = Cell(tokens, self.descents)
         self.open_cells.append(cell)
         try:
-            cell.check = self.node(schema, tokens, depth)
+            cell.check = self.node(schema, tokens, depth, ensured)
         finally:
             self.open_cells.pop()
         return cell.check
@@ -233,10 +238,11 @@ class Compiler:
             raise site.fail(exc.kind, f"pattern {describe(source)}: {exc.message}", *more) from None
         return matches
 
-    def node(self, schema: Any, tokens: tuple, depth: int) -> Check:
+    def node(self, schema: Any, tokens: tuple, depth: int, ensured: bool = False) -> Check:
+        """The check for one schema object. ``ensured``: the value is known to be JSON already."""
         if type(schema) is bool and self.dialect == EXTENDED:
             if schema:
-                return check_domain
+                return trusted if ensured else check_domain
             path = pointer(tokens)
 
             def check_false(v: Any) -> Invalid:
@@ -281,8 +287,8 @@ class Compiler:
                 for t in _APPLIES[row.applies]:
                     specific.setdefault(t, []).append(check)
         if leading is None:
-            leading = check_domain
-        else:
+            leading = trusted if ensured else check_domain
+        elif not ensured:
             # Each node answers for its own value being JSON. The type check does for
             # scalars (and refuses NaN); a container is covered only when every part
             # of it is handed to a subschema that does the same.

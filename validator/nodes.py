@@ -45,6 +45,14 @@ def check_domain(v: Any) -> Invalid | None:
 check_domain.exact = JSON_SCALARS  # type: ignore[attr-defined]  # these pass without a call
 
 
+def trusted(v: Any) -> None:
+    """The leading check of an in-place subschema: its parent holds the value to the JSON domain."""
+    return None
+
+
+trusted.exact = frozenset({str, int, bool, type(None), float, dict, list})  # type: ignore[attr-defined]
+
+
 def sequence(checks: list[Check]) -> Check:
     if len(checks) == 1:
         return checks[0]
@@ -76,8 +84,8 @@ def combine(leading: Check, by_type: dict[type, list[Check]], trailing: list[Che
     specific = {t: sequence(cs) for t, cs in by_type.items()}
     after = sequence(trailing) if trailing else None
     if not specific and after is None:
-        if leading is check_domain:
-            return check_domain
+        if leading is check_domain or leading is trusted:
+            return leading
 
         def check_leading(v: Any) -> Failure | None:
             if type(v) not in exact:
