@@ -52,9 +52,9 @@ async def test_listing_through_the_proxy_equals_the_direct_listing(tmp_path: Pat
         direct, direct_pages = await list_all(client)
     async with connect(record, mode, page_size=4) as client:
         proxied, pages = await list_all(client)
-    assert pages == direct_pages == 3  # 10 tools, 4 per page
+    assert pages == direct_pages == 3  # 11 tools, 4 per page
     assert proxied == direct
-    assert len(proxied) == 10
+    assert len(proxied) == 11
 
 
 async def test_the_proxys_own_listing_copies_the_client_envelope(record: Path, mode: str) -> None:

@@ -152,7 +152,7 @@ async def test_environment_stderr_and_audit_log(record: Path, tmp_path: Path) ->
         await session.request(2, "tools/call", {"name": "nope", "arguments": {}})
     assert records(record, "start")[0]["marker"] == "passed-through"  # the child got our environment
     assert b"upstream test server starting" in session.stderr  # the child's stderr is ours
-    assert b"10 tools listed, 1 unsupported" in session.stderr
+    assert b"11 tools listed, 1 unsupported" in session.stderr
     assert b"titled: unsupported_capability: title at /title" in session.stderr
     lines = [json.loads(line) for line in audit.read_text().splitlines()]
     assert [(e["requestId"], e["tool"], e["kind"]) for e in lines] == [(1, "add", "validation"), (2, "nope", "unknown_tool")]
@@ -248,7 +248,7 @@ async def test_dialect_option_reaches_the_validator(record: Path) -> None:
         assert reply["result"]["content"][0]["text"] == "titled called"  # `title` is an annotation there
         reply = await session.request(2, "tools/call", {"name": "titled", "arguments": {"x": 1}})
         assert reply["result"]["structuredContent"]["keyword"] == "type"
-    assert b"10 tools listed, 0 unsupported" in session.stderr
+    assert b"11 tools listed, 0 unsupported" in session.stderr
     assert [c["name"] for c in calls(record)] == ["titled"]
 
 
@@ -303,3 +303,16 @@ async def test_a_tools_call_is_forwarded_as_the_value_that_was_validated(record:
                            '"params":{"name":"echo","arguments":{"text":"ok","text":""}}}')
         reply, _ = await session.receive_until(is_reply_to(2))
         assert reply["result"]["isError"] is True  # the value checked is the value a last-wins parser sees
+
+
+async def test_an_unknown_tool_gets_one_refresh_before_it_is_refused(record: Path) -> None:
+    async with raw_proxy(record) as session:
+        await session.initialize()
+        reply = await session.request(1, "tools/call", {"name": "hidden", "arguments": {"n": 1}})
+        assert reply["error"]["code"] == -32602
+        await session.request(2, "tools/call", {"name": "reveal", "arguments": {}})  # no list_changed follows
+        reply = await session.request(3, "tools/call", {"name": "hidden", "arguments": {"n": 2}})
+        assert reply["result"]["content"][0]["text"] == "hidden got 2"  # found by the refresh
+        reply = await session.request(4, "tools/call", {"name": "hidden", "arguments": {"n": "two"}})
+        assert reply["result"]["structuredContent"]["keyword"] == "type"  # and gated by its schema
+    assert [c["name"] for c in calls(record)] == ["reveal", "hidden"]

@@ -24,7 +24,7 @@ warnings.simplefilter("ignore")  # the deprecated logging API is exercised on pu
 RECORD = os.environ.get("UPSTREAM_RECORD")
 PAGE_SIZE = int(os.environ.get("UPSTREAM_PAGE_SIZE", "0"))
 HARD_PATTERN = "^(([a-z])+.)+[A-Z]([a-z])+$"  # catastrophic backtracking on "aaaa…"
-STATE = {"mutable_revision": 1}
+STATE = {"mutable_revision": 1, "revealed": False}
 
 
 def record(entry: dict) -> None:
@@ -51,9 +51,12 @@ def tools() -> list[types.Tool]:
         ("ask", obj({"question": {"type": "string"}}, ["question"])),
         ("mutable", obj({"x": mutable}, ["x"])),
         ("flip", obj({})),
+        ("reveal", obj({})),
         ("noargs", {"type": "object"}),
         ("sample", obj({"prompt": {"type": "string"}}, ["prompt"])),
     ]
+    if STATE["revealed"]:  # appears without any list_changed notification
+        specs.append(("hidden", obj({"n": {"type": "integer"}}, ["n"])))
     return [types.Tool(name=n, description=f"test tool {n}", input_schema=s) for n, s in specs]
 
 
@@ -83,6 +86,11 @@ async def call_tool(ctx, params: types.CallToolRequestParams):
         return text(f"mutable got {args['x']!r}")
     if name == "noargs":
         return text("noargs ok")
+    if name == "reveal":
+        STATE["revealed"] = True
+        return text("hidden is listed from now on")
+    if name == "hidden":
+        return text(f"hidden got {args['n']}")
     if name == "flip":
         STATE["mutable_revision"] = 2 if STATE["mutable_revision"] == 1 else 1
         await ctx.session.send_tool_list_changed()
