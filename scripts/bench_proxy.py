@@ -9,6 +9,7 @@ Calls are sequential (one in flight), after a warm-up. Prints median and p99
 in milliseconds and the ratios.
 
     .venv/bin/python scripts/bench_proxy.py [--calls 2000] [--warmup 200] [--json]
+    .venv/bin/python scripts/bench_proxy.py --http [--duration 3] [--mcp-proxy PATH]   (HTTP listen mode)
 """
 
 from __future__ import annotations
@@ -100,7 +101,13 @@ def main() -> int:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--bare-upstream", action="store_true",
                         help="strip the SDK server's default (no-op) OpenTelemetry middleware: a faster baseline")
+    parser.add_argument("--http", nargs=argparse.REMAINDER, metavar="...",
+                        help="run the HTTP listen-mode benchmark instead (scripts/bench_proxy_http.py: req/s at "
+                        "concurrency 1, 16, 64, direct vs gate vs FastMCP's proxy and mcp-proxy); "
+                        "the remaining arguments go to it")
     args = parser.parse_args()
+    if args.http is not None:
+        return subprocess.call([sys.executable, str(Path(__file__).with_name("bench_proxy_http.py")), *args.http])
     if args.bare_upstream:
         os.environ["BENCH_BARE_UPSTREAM"] = "1"
     server = [sys.executable, "-c", SERVER]

@@ -1,0 +1,288 @@
+"""Benchmark: tools/call over Streamable HTTP — direct, through mcp-schema-gate, and through other Python proxies.
+
+All in one run, on 127.0.0.1, with ports the OS picks:
+  direct             the benchmark server (the SDK's lowlevel Server, one `echo` tool) served over
+                     Streamable HTTP by the SDK's StreamableHTTPSessionManager
+  gate -> http       `python -m proxy --listen http://127.0.0.1:0 --upstream <direct>/mcp`
+  fastmcp -> http    FastMCP's `create_proxy(<direct>/mcp)` served over Streamable HTTP (if fastmcp imports)
+  gate -> stdio      `python -m proxy --listen http://127.0.0.1:0 -- <the same server on stdio>`
+  mcp-proxy -> stdio `mcp-proxy --port P -- <the same server on stdio>` (with --mcp-proxy PATH: mcp-proxy
+                     0.12 imports APIs that mcp 2.x removed, so it runs from its own venv with mcp<2)
+
+The load generator is a minimal HTTP/1.1 client on raw asyncio sockets (keep-alive, one
+connection per worker), so the measuring side costs little CPU on a small machine. One MCP
+session per target; CONCURRENCY workers each keep one tools/call in flight for DURATION
+seconds after a warm-up. Prints requests/s and median/p99 latency per target and concurrency,
+and the gate's throughput as a share of direct.
+
+    .venv/bin/python scripts/bench_proxy_http.py [--duration 3] [--concurrency 1 16 64]
+        [--mcp-proxy /path/to/venv/bin/mcp-proxy] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+from bench_proxy import SERVER  # noqa: E402  (the same server, on stdio)
+
+HTTP_SERVER = r'''
+import anyio, sys, uvicorn, mcp_types as types, contextlib
+from mcp.server.lowlevel.server import Server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+TOOL = types.Tool(name="echo", input_schema={"type": "object", "properties": {"text": {"type": "string", "minLength": 1}},
+                                              "required": ["text"], "additionalProperties": False})
+async def list_tools(ctx, params): return types.ListToolsResult(tools=[TOOL])
+async def call_tool(ctx, params):
+    return types.CallToolResult(content=[types.TextContent(type="text", text=params.arguments["text"])])
+server = Server("bench", on_list_tools=list_tools, on_call_tool=call_tool)
+manager = StreamableHTTPSessionManager(server)
+async def app(scope, receive, send):
+    if scope["type"] == "lifespan":
+        message = await receive()
+        async with manager.run():
+            await send({"type": "lifespan.startup.complete"})
+            await receive()
+        await send({"type": "lifespan.shutdown.complete"})
+        return
+    await manager.handle_request(scope, receive, send)
+config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", access_log=False)
+userver = uvicorn.Server(config)
+async def main():
+    async with anyio.create_task_group() as tg:
+        async def announce():
+            while not userver.started: await anyio.sleep(0.01)
+            print("listening on http://127.0.0.1:%d/mcp" % userver.servers[0].sockets[0].getsockname()[1], file=sys.stderr, flush=True)
+        tg.start_soon(announce)
+        await userver.serve()
+anyio.run(main)
+'''
+
+FASTMCP_PROXY = r'''
+import sys
+from fastmcp.server import create_proxy
+proxy = create_proxy(sys.argv[1])
+print("listening on http://127.0.0.1:%s/mcp" % sys.argv[2], file=sys.stderr, flush=True)
+proxy.run(transport="http", host="127.0.0.1", port=int(sys.argv[2]), show_banner=False, log_level="warning")
+'''
+
+LISTENING = re.compile(r"listening on (http://[^ \n]+)")
+VERSION = "2025-11-25"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Target:
+    def __init__(self, label: str, command: list[str], url: str | None = None) -> None:
+        self.label, self.command, self.url = label, command, url
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> str:
+        env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        self.process = subprocess.Popen(self.command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.PIPE, cwd=ROOT, env=env, text=True)
+        if self.url is None:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                line = self.process.stderr.readline()
+                if not line:
+                    raise RuntimeError(f"{self.label}: exited before listening")
+                if match := LISTENING.search(line):
+                    self.url = match.group(1)
+                    break
+        # drain stderr so the target never blocks on a full pipe
+        asyncio.get_event_loop().run_in_executor(None, lambda: [None for _ in self.process.stderr])
+        return self.url
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+class Conn:
+    """One keep-alive HTTP/1.1 connection that POSTs JSON and reads a JSON or SSE reply."""
+
+    def __init__(self, host: str, port: int, path: str) -> None:
+        self.host, self.port, self.path = host, port, path
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def post(self, body: dict, headers: dict[str, str]) -> tuple[int, dict[str, str], list[dict]]:
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        data = json.dumps(body).encode()
+        head = [f"POST {self.path} HTTP/1.1", f"Host: {self.host}:{self.port}", "Content-Type: application/json",
+                "Accept: application/json, text/event-stream", f"Content-Length: {len(data)}"]
+        head += [f"{k}: {v}" for k, v in headers.items()]
+        self.writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + data)
+        status_line = await self.reader.readline()
+        status = int(status_line.split()[1])
+        response_headers: dict[str, str] = {}
+        while (line := await self.reader.readline()) not in (b"\r\n", b""):
+            key, _, value = line.decode().partition(":")
+            response_headers[key.strip().lower()] = value.strip()
+        if response_headers.get("transfer-encoding") == "chunked":
+            chunks = []
+            while True:
+                size = int((await self.reader.readline()).strip(), 16)
+                chunk = await self.reader.readexactly(size + 2)
+                if size == 0:
+                    break
+                chunks.append(chunk[:-2])
+            payload = b"".join(chunks)
+        else:
+            payload = await self.reader.readexactly(int(response_headers.get("content-length", "0")))
+        if response_headers.get("connection") == "close":
+            self.writer.close()
+            self.writer = None
+        text = payload.decode()
+        if response_headers.get("content-type", "").startswith("text/event-stream"):
+            messages = [json.loads(line[5:]) for line in text.splitlines() if line.startswith("data:") and line[5:].strip()]
+        else:
+            messages = [json.loads(text)] if text.strip() else []
+        return status, response_headers, messages
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+
+async def open_session(url: str) -> tuple[str, int, str, dict[str, str]]:
+    match = re.match(r"http://([^:/]+):(\d+)(/.*)", url)
+    host, port, path = match.group(1), int(match.group(2)), match.group(3)
+    conn = Conn(host, port, path)
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}}
+    status, headers, messages = await conn.post(init, {})
+    assert status == 200 and "result" in messages[-1], (status, messages)
+    session = {"mcp-protocol-version": VERSION}
+    if "mcp-session-id" in headers:
+        session["mcp-session-id"] = headers["mcp-session-id"]
+    await conn.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
+    conn.close()
+    return host, port, path, session
+
+
+async def load(url: str, concurrency: int, duration: float, warmup: float) -> dict[str, float]:
+    host, port, path, session = await open_session(url)
+    latencies: list[float] = []
+    counter = iter(range(1, 10**9))
+    measuring = False
+    stop_at = 0.0
+
+    async def worker() -> None:
+        conn = Conn(host, port, path)
+        headers = {**session, "mcp-method": "tools/call", "mcp-name": "echo"}
+        try:
+            while time.perf_counter() < stop_at:
+                request_id = next(counter)
+                body = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                        "params": {"name": "echo", "arguments": {"text": "hello"}}}
+                start = time.perf_counter()
+                status, _, messages = await conn.post(body, headers)
+                elapsed = time.perf_counter() - start
+                reply = messages[-1]
+                assert status == 200 and reply.get("id") == request_id and not reply["result"].get("isError"), reply
+                if measuring:
+                    latencies.append(elapsed)
+        finally:
+            conn.close()
+
+    stop_at = time.perf_counter() + warmup
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    measuring = True
+    began = time.perf_counter()
+    stop_at = began + duration
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    wall = time.perf_counter() - began
+    ordered = sorted(latencies)
+    return {"rps": len(latencies) / wall, "median_ms": statistics.median(ordered) * 1000,
+            "p99_ms": ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000, "calls": len(latencies)}
+
+
+async def run(args: argparse.Namespace) -> dict:
+    python = sys.executable
+    upstream = Target("direct", [python, "-c", HTTP_SERVER])
+    direct_url = upstream.start()
+    stdio_server = [python, "-c", SERVER]
+    targets = [Target("gate -> http", [python, "-m", "proxy", "--quiet", "--listen", "http://127.0.0.1:0",
+                                       "--upstream", direct_url])]
+    try:
+        import fastmcp  # noqa: F401
+
+        targets.append(Target("fastmcp -> http", [python, "-c", FASTMCP_PROXY, direct_url, str(free_port())]))
+    except ImportError:
+        print("fastmcp is not installed (pip install -e '.[bench]'): its row is left out", file=sys.stderr)
+    targets.append(Target("gate -> stdio", [python, "-m", "proxy", "--quiet", "--listen", "http://127.0.0.1:0",
+                                            "--", *stdio_server]))
+    if args.mcp_proxy:
+        port = free_port()
+        targets.append(Target("mcp-proxy -> stdio", [args.mcp_proxy, "--host", "127.0.0.1", "--port", str(port),
+                                                     "--", *stdio_server], f"http://127.0.0.1:{port}/mcp"))
+    report: dict = {}
+    try:
+        for target in targets:
+            target.start()
+        if args.mcp_proxy:
+            await asyncio.sleep(3)  # mcp-proxy does not announce readiness on stderr
+        for concurrency in args.concurrency:
+            for target in [upstream, *targets]:
+                result = await load(target.url, concurrency, args.duration, args.warmup)
+                report.setdefault(target.label, {})[str(concurrency)] = result
+                if not args.json:
+                    print(f"c={concurrency:<3} {target.label:20} {result['rps']:8.0f} req/s  median "
+                          f"{result['median_ms']:7.2f} ms  p99 {result['p99_ms']:7.2f} ms", flush=True)
+    finally:
+        for target in [*targets, upstream]:
+            target.stop()
+    return report
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--duration", type=float, default=3.0, help="measured seconds per target and concurrency")
+    parser.add_argument("--warmup", type=float, default=0.5)
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 16, 64])
+    parser.add_argument("--mcp-proxy", metavar="PATH", help="an mcp-proxy executable (e.g. from a venv with mcp<2)")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    report = asyncio.run(run(args))
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    print()
+    print(f"{'':20}" + "".join(f"{'c=' + c + ' req/s':>14}{'median ms':>11}" for c in map(str, args.concurrency)))
+    for label, rows in report.items():
+        print(f"{label:20}" + "".join(f"{rows[str(c)]['rps']:>14.0f}{rows[str(c)]['median_ms']:>11.2f}"
+                                      for c in args.concurrency))
+    direct = report["direct"]
+    for label in report:
+        if label != "direct":
+            shares = ", ".join(f"c={c}: {report[label][str(c)]['rps'] / direct[str(c)]['rps']:.0%}"
+                               for c in args.concurrency)
+            print(f"{label} throughput as a share of direct: {shares}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
