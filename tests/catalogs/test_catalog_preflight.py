@@ -168,3 +168,29 @@ def test_readme_compat_section_is_current():
     assert block.strip() == compat.default_report(CATALOGS).strip(), (
         "README compatibility table is stale: run scripts/compat_report.py --write-readme"
     )
+
+
+def test_compat_report_guards_a_validator_without_dialects(monkeypatch: pytest.MonkeyPatch):
+    """Before issue 6 validator.compile took no dialect=: contract falls back, others are refused."""
+    calls: list[Any] = []
+
+    def old_compile(schema):  # the pre-issue-6 signature
+        calls.append(schema)
+        return "compiled"
+
+    monkeypatch.setattr(validator, "compile", old_compile)
+    assert compat.compiler("contract") is old_compile
+    with pytest.raises(compat.DialectUnavailable, match="issue 6"):
+        compat.compiler("extended")
+    assert compat.available_dialects() == ["contract"]
+
+    def kwargs_compile(schema, **kwargs):  # accepts **kwargs but rejects the keyword at run time
+        if kwargs:
+            raise TypeError("unexpected keyword argument 'dialect'")
+        return "compiled"
+
+    monkeypatch.setattr(validator, "compile", kwargs_compile)
+    assert compat.compiler("contract") is kwargs_compile
+    with pytest.raises(compat.DialectUnavailable):
+        compat.compiler("extended")
+    assert compat.main(["--dialect", "extended"]) == 2
