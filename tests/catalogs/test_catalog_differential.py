@@ -1,4 +1,4 @@
-"""Every supported captured tool: our validator and jsonschema Draft 2020-12 agree.
+r"""Every supported captured tool: our validator and jsonschema Draft 2020-12 agree.
 
 For each tool whose preflight outcome is "supported" (per
 ``fixtures/catalogs/expectations.json``, under any recorded dialect), hypothesis
