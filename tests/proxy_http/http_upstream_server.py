@@ -23,7 +23,22 @@ from starlette.applications import Starlette  # noqa: E402
 from starlette.responses import Response  # noqa: E402
 from starlette.routing import Mount, Route  # noqa: E402
 
+import tests.proxy.upstream_server as upstream  # noqa: E402
 from tests.proxy.upstream_server import build, record  # noqa: E402
+
+if os.environ.get("UPSTREAM_HEADER_TOOL") == "1":
+    # A tool whose `region` is mirrored in an `Mcp-Param-Region` header: at
+    # 2026-07-28 the SDK server refuses a tools/call without that header.
+    import mcp_types as types  # noqa: E402
+
+    _tools = upstream.tools
+
+    def tools_with_header_tool() -> list:
+        schema = {"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
+                  "required": ["region"]}
+        return [*_tools(), types.Tool(name="regional", description="test tool regional", input_schema=schema)]
+
+    upstream.tools = tools_with_header_tool
 
 
 def app() -> Starlette:

@@ -106,3 +106,44 @@ async def test_two_gates_chained_over_streamable_http(tmp_path: Path, record: Pa
                 await scenario(lambda **kw: client_for("http", outer, **kw), record, direct)
     # both gates built a catalog of their own
     assert f"{len(direct)} tools listed".encode() in outer_proc.stderr, outer_proc.stderr.decode()
+
+
+@pytest.mark.parametrize("upstream_kind", KINDS)
+@pytest.mark.parametrize("listen_kind", ["stdio", "sse"])
+async def test_2026_07_28_works_end_to_end(record: Path, listen_kind: str, upstream_kind: str) -> None:
+    """The SDK Client's default (auto → 2026-07-28) through the stdio and SSE listeners.
+
+    Toward a Streamable HTTP upstream the gate stamps MCP-Protocol-Version, Mcp-Method,
+    Mcp-Name and Mcp-Param-Region (from the tool's x-mcp-header annotation); the SDK
+    server refuses a 2026-07-28 request whose headers are missing or disagree.
+    (Streamable HTTP listening declines 2026-07-28: see test_streams.)
+    """
+    async with AsyncExitStack() as stack:
+        upstream = None
+        if upstream_kind != "stdio":
+            base = await stack.enter_async_context(http_upstream(record, UPSTREAM_HEADER_TOOL="1"))
+            upstream = upstream_url(base, upstream_kind)
+        if listen_kind == "stdio":
+            target = [sys.executable, "-m", "proxy", *gate_args(upstream)]
+        else:
+            target, _ = await stack.enter_async_context(http_gate(record, listen_kind, upstream))
+        progress: list[float] = []
+
+        async def on_progress(value: float, total: float | None, message: str | None) -> None:
+            progress.append(value)
+
+        with anyio.fail_after(60):
+            async with client_for(listen_kind, target, record, mode="auto") as client:
+                assert client.protocol_version == "2026-07-28"
+                assert (await client.call_tool("echo", {"text": "modern"})).content[0].text == "modern"
+                assert (await client.call_tool("echo", {"text": ""})).is_error
+                done = await client.call_tool("slow", {"steps": 2}, progress_callback=on_progress)
+                assert done.content[0].text == "slow done after 2 steps" and progress == [1, 2]
+                if upstream_kind != "stdio":
+                    regional = await client.call_tool("regional", {"region": "eu-west 1"})
+                    assert not regional.is_error, regional
+                    assert regional.content[0].text == "regional called"
+    expected = [("echo", {"text": "modern"}), ("slow", {"steps": 2})]
+    if upstream_kind != "stdio":
+        expected.append(("regional", {"region": "eu-west 1"}))
+    assert [(c["name"], c["arguments"]) for c in calls(record)] == expected
