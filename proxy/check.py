@@ -26,13 +26,15 @@ def tools_from_document(document: Any) -> tuple[list[Any], dict[str, Any]]:
     return document["tools"], about
 
 
-async def list_from_command(command: list[str]) -> list[Any]:
+async def list_from_command(command: list[str], server: Any = None) -> list[Any]:
+    """List every page from a stdio COMMAND, or from `server` (a URL or an SDK transport) when given."""
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
-    params = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
+    if server is None:
+        server = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
     tools: list[Any] = []
-    async with Client(params) as client:
+    async with Client(server) as client:
         cursor = None
         for _ in range(1000):
             page = await client.list_tools(cursor=cursor)
@@ -74,12 +76,24 @@ def render_text(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def run_check(catalog_file: str | None, command: list[str], compile_schema: Any, as_json: bool) -> int:
+def run_check(catalog_file: str | None, command: list[str], compile_schema: Any, as_json: bool,
+              upstream: str | None = None, upstream_transport: str | None = None) -> int:
     try:
         if catalog_file:
             with open(catalog_file, encoding="utf-8") as fh:
                 tools, about = tools_from_document(json.load(fh))
             source = catalog_file
+        elif upstream:
+            from proxy.http_upstream import transport_for
+
+            if transport_for(upstream, upstream_transport) == "sse":
+                from mcp.client.sse import sse_client
+
+                server: Any = sse_client(upstream)
+            else:
+                server = upstream  # the SDK Client speaks Streamable HTTP to a URL
+            tools, about = anyio.run(list_from_command, [], server), {}
+            source = upstream
         else:
             tools, about = anyio.run(list_from_command, command), {}
             source = " ".join(command)

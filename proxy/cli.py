@@ -36,7 +36,7 @@ protocol messages.
 
 usage:
   mcp-schema-gate [OPTIONS] -- COMMAND [ARGS...]
-  mcp-schema-gate check [--json] [--dialect D] (--catalog FILE | -- COMMAND [ARGS...])
+  mcp-schema-gate check [--json] [--dialect D] (--catalog FILE | --upstream URL | -- COMMAND [ARGS...])
   python -m proxy ...                       (same as mcp-schema-gate)
 """
 
@@ -71,6 +71,9 @@ def _parser(check: bool) -> argparse.ArgumentParser:
             "--catalog", metavar="FILE", help="read a saved tools/list result instead of running COMMAND"
         )
         parser.add_argument("--json", action="store_true", help="print the report as JSON")
+        parser.add_argument("--upstream", metavar="URL", help="list the tools of an SSE or Streamable HTTP server")
+        parser.add_argument("--upstream-transport", choices=("sse", "http"),
+                            help="transport of --upstream (default: sse if the URL path ends in /sse, else http)")
         return parser
     parser.add_argument(
         "--reject-as",
@@ -127,10 +130,12 @@ def main(argv: list[str] | None = None) -> int:
     if check:
         from proxy.check import run_check
 
-        if bool(args.catalog) == bool(command):
-            print("mcp-schema-gate check: give exactly one of --catalog FILE or -- COMMAND ...", file=sys.stderr)
+        if bool(args.catalog) + bool(command) + bool(args.upstream) != 1:
+            print("mcp-schema-gate check: give exactly one of --catalog FILE, --upstream URL or -- COMMAND ...",
+                  file=sys.stderr)
             return 2
-        return run_check(args.catalog, command, _compiler(args.dialect), as_json=args.json)
+        return run_check(args.catalog, command, _compiler(args.dialect), as_json=args.json,
+                         upstream=args.upstream, upstream_transport=args.upstream_transport)
     from proxy import http_cli
 
     if http_cli.wants_transports(args):
