@@ -65,6 +65,11 @@ class ToolEntry:
     problem: Problem | None  # the preflight error otherwise
 
 
+def dialect_of(compile_schema: Callable[..., Any]) -> str:
+    """The validator dialect a compile function judges with (the CLI binds it as dialect=)."""
+    return getattr(compile_schema, "keywords", {}).get("dialect", "contract")
+
+
 def default_compiler() -> Callable[[Any], Any]:
     import validator  # imported lazily so `--help` works even without it
 
@@ -76,6 +81,7 @@ class Catalog:
 
     def __init__(self, compile_schema: Callable[[Any], Any] | None = None) -> None:
         self._compile = compile_schema or default_compiler()
+        self.dialect = dialect_of(self._compile)
         self._tools: Mapping[str, ToolEntry] = MappingProxyType({})
         # Same schema text, same compiled object: relisting costs no recompiles.
         self._cache: dict[str, tuple[Any | None, Problem | None]] = {}
@@ -143,7 +149,7 @@ class Catalog:
     def summary(self) -> list[str]:
         """Startup lines for stderr: counts, then one line per unsupported tool."""
         bad = [e for e in self._tools.values() if e.problem is not None]
-        lines = [f"mcp-schema-gate: {len(self._tools)} tools listed, {len(bad)} unsupported"]
+        lines = [f"mcp-schema-gate: {len(self._tools)} tools listed, {len(bad)} unsupported (dialect {self.dialect})"]
         for entry in sorted(bad, key=lambda e: e.name):
             assert entry.problem is not None
             lines.append(f"mcp-schema-gate:   {entry.name}: {entry.problem.kind}: {entry.problem.where()}")

@@ -45,7 +45,7 @@ async def list_from_command(command: list[str], server: Any = None) -> list[Any]
     return tools
 
 
-def report(entries: list[ToolEntry], source: str, about: dict[str, Any]) -> dict[str, Any]:
+def report(entries: list[ToolEntry], source: str, about: dict[str, Any], dialect: str = "contract") -> dict[str, Any]:
     rows = []
     for entry in entries:
         row: dict[str, Any] = {"name": entry.name, "supported": entry.problem is None}
@@ -56,13 +56,14 @@ def report(entries: list[ToolEntry], source: str, about: dict[str, Any]) -> dict
     return {
         "source": source,
         **about,
+        "dialect": dialect,
         "tools": rows,
         "summary": {"total": len(rows), "supported": len(rows) - bad, "unsupported": bad},
     }
 
 
 def render_text(doc: dict[str, Any]) -> str:
-    lines = [f"mcp-schema-gate check: {doc['source']}"]
+    lines = [f"mcp-schema-gate check: {doc['source']} (dialect {doc.get('dialect', 'contract')})"]
     width = max((len(r["name"]) for r in doc["tools"]), default=4)
     for row in doc["tools"]:
         if row["supported"]:
@@ -105,6 +106,9 @@ def run_check(catalog_file: str | None, command: list[str], compile_schema: Any,
         return 2
     catalog = Catalog(compile_schema)
     entries = [e for e in map(catalog.preflight, tools) if e is not None]
-    doc = report(entries, source, about)
-    print(json.dumps(doc, indent=2) if as_json else render_text(doc))
+    doc = report(entries, source, about, catalog.dialect)
+    try:
+        print(json.dumps(doc, indent=2) if as_json else render_text(doc), flush=True)
+    except BrokenPipeError:  # `check … | head`: the reader left; that is not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 1 if doc["summary"]["unsupported"] else 0

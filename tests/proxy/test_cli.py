@@ -107,3 +107,23 @@ def test_check_command_lists_every_page_of_a_live_server(tmp_path: Path) -> None
     assert report["summary"] == {"total": 11, "supported": 10, "unsupported": 1}
     (bad,) = [row for row in report["tools"] if not row["supported"]]
     assert bad["name"] == "titled" and bad["error"]["keyword"] == "title"
+
+
+def test_check_says_which_dialect_judged_each_tool(tmp_path: Path) -> None:
+    path = tmp_path / "catalog.json"
+    path.write_text(json.dumps({"tools": TOOLS}))
+    contract = run("check", "--catalog", str(path))
+    assert contract.returncode == 1 and "(dialect contract)" in contract.stdout
+    extended = run("check", "--json", "--dialect", "extended", "--catalog", str(path))
+    doc = json.loads(extended.stdout)
+    assert doc["dialect"] == "extended"
+    # title is an annotation there; the dangling local $ref is still refused (malformed)
+    assert {t["name"]: t["supported"] for t in doc["tools"]} == {"good": True, "with_title": True, "with_ref": False}
+
+
+def test_check_survives_a_reader_that_leaves(tmp_path: Path) -> None:
+    path = tmp_path / "catalog.json"
+    path.write_text(json.dumps({"tools": TOOLS * 200}))
+    done = subprocess.run(f"{sys.executable} -m proxy check --json --catalog {path} | head -c 10",
+                          shell=True, capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr

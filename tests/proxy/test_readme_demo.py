@@ -33,3 +33,4 @@ def test_readme_demo_shows_an_accepted_and_a_rejected_call() -> None:
     assert replies[3]["result"]["structuredContent"]["keyword"] == "additionalProperties"
     assert replies[4]["result"]["structuredContent"]["kind"] == "unsupported_capability"
     assert "convert_time: unsupported_capability: title at /title" in done.stderr
+    assert "2 tools listed, 1 unsupported (dialect contract)" in done.stderr
