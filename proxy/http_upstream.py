@@ -26,6 +26,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
+import httpx2
 import mcp_types as types
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import StreamableHTTPTransport
@@ -174,6 +175,20 @@ class _TaggingTransport(StreamableHTTPTransport):
         if original_request_id is not None:
             read_stream_writer = _Tagger(read_stream_writer, original_request_id)
         return await super()._handle_sse_event(sse, read_stream_writer, original_request_id, resumption_callback)
+
+    async def _handle_post_request(self, ctx) -> None:
+        # The SDK lets a connection error escape the POST task, which tears
+        # the whole transport down and leaves the request unanswered; a relay
+        # answers it (the upstream may be back for the next request).
+        try:
+            await super()._handle_post_request(ctx)
+        except httpx2.TransportError as exc:
+            message = ctx.session_message.message
+            if isinstance(message, types.JSONRPCRequest):
+                await self._resolve_abandoned_request(
+                    ctx.read_stream_writer, message.id, f"The upstream MCP server is unreachable: {exc!r}",
+                    code=types.INTERNAL_ERROR,
+                )
 
 
 @asynccontextmanager

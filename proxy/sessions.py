@@ -88,12 +88,36 @@ async def run_session(client: tuple[Any, Any], spec: UpstreamSpec, settings: Gat
     """Gate one client session until either side ends; 0: the client left, 1: the upstream went away."""
     hooks = settings.hooks()
     settings.sessions_started += 1
+    relay: Relay | None = None
     try:
         async with open_upstream(spec, hooks.catalog) as upstream:
-            return await Relay(client, upstream, hooks).run()
-    except OSError as exc:
-        logger.warning("mcp-schema-gate: cannot reach the upstream %s: %s", spec.describe(), exc)
+            relay = Relay(client, upstream, hooks)
+            return await relay.run()
+    except Exception as exc:  # an OSError, or an ExceptionGroup from an HTTP client transport
+        reason = _leaf(exc)
+        logger.warning("mcp-schema-gate: the upstream %s failed: %s", spec.describe(), reason)
+        if relay is None:
+            await _refuse(client, f"The upstream MCP server {spec.describe()} cannot be reached: {reason}")
         return 1
+
+
+def _leaf(exc: BaseException) -> str:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {exc}"
+
+
+async def _refuse(client: tuple[Any, Any], reason: str) -> None:
+    """No upstream: answer every client request with an error saying why, until the client leaves."""
+    read_stream, write_stream = client
+    async for item in read_stream:
+        if isinstance(item, SessionMessage) and isinstance(item.message, types.JSONRPCRequest):
+            error = types.ErrorData(code=types.INTERNAL_ERROR, message=reason)
+            reply = types.JSONRPCError(jsonrpc="2.0", id=item.message.id, error=error)
+            try:
+                await write_stream.send(SessionMessage(reply))
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                return
 
 
 class _RoutedReader:

@@ -106,3 +106,26 @@ async def test_client_gone_or_idle_ends_the_upstream_child(record: Path, kind: s
         assert wait_until(lambda: not pid_alive(pid), timeout=15)
         if kind == "http":
             assert await eventually(lambda: b"idle for 1.0s, closed" in proc.stderr, timeout=5), proc.stderr
+
+
+@pytest.mark.parametrize("upstream_kind", ["sse", "http"])
+async def test_an_unreachable_upstream_is_reported_to_the_client(record: Path, upstream_kind: str) -> None:
+    import socket
+
+    from mcp.shared.exceptions import MCPError
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/{'sse' if upstream_kind == 'sse' else 'mcp'}"
+    async with http_gate(record, "http", url) as (gate_url, proc):
+        with anyio.fail_after(20), pytest.raises(BaseException) as caught:
+            async with client_for("http", gate_url):
+                pass
+        error = caught.value
+        while isinstance(error, BaseExceptionGroup):
+            error = error.exceptions[0]
+        assert isinstance(error, MCPError), repr(error)
+        assert "unreachable" in str(error) or "cannot be reached" in str(error), str(error)
+        # the gate itself keeps serving
+        assert proc.process.returncode is None
