@@ -264,6 +264,25 @@ def _ours(compiled: validator.CompiledSchema, instance: Any) -> bool:
     return True
 
 
+def _agree(schema: dict, dialect: str, oracle_schema: dict, data: st.DataObject, tally: dict) -> None:
+    """Compile ``schema`` (it must preflight) and compare verdicts on instances aimed at it."""
+    try:
+        compiled = validator.compile(schema, dialect=dialect)
+    except InputSchemaError as exc:
+        raise AssertionError(f"{dialect} preflight rejected a schema inside it {schema!r}: {exc!r}") from None
+    oracle = jsonschema.Draft202012Validator(oracle_schema)
+    tally["examples"] += 1
+    near = instances_for(schema)
+    for _ in range(INSTANCES_PER_SCHEMA):
+        instance = data.draw(st.one_of(near, near, json_values), label="instance")
+        ours, theirs = _ours(compiled, instance), oracle.is_valid(instance)
+        tally["instances"] += 1
+        tally["valid" if theirs else "invalid"] += 1
+        assert ours == theirs, (
+            f"disagreement: ours={ours}, jsonschema={theirs}\nschema={schema!r}\ninstance={instance!r}"
+        )
+
+
 # Dialects that must agree with jsonschema on these (contract-subset) schemas; a
 # superset dialect has to, so adding one is one entry here.
 DIALECTS = (validator.CONTRACT,)
@@ -277,21 +296,7 @@ def test_differential_against_jsonschema(dialect: str, evidence) -> None:
     @PROFILE
     @given(schema=root_schemas(), data=st.data())
     def compare(schema: dict, data: st.DataObject) -> None:
-        try:
-            compiled = validator.compile(schema, dialect=dialect)
-        except InputSchemaError as exc:
-            raise AssertionError(f"preflight rejected an in-subset schema {schema!r}: {exc!r}") from None
-        oracle = jsonschema.Draft202012Validator(_oracle_schema(schema))
-        tally["examples"] += 1
-        near = instances_for(schema)
-        for _ in range(INSTANCES_PER_SCHEMA):
-            instance = data.draw(st.one_of(near, near, json_values), label="instance")
-            ours, theirs = _ours(compiled, instance), oracle.is_valid(instance)
-            tally["instances"] += 1
-            tally["valid" if theirs else "invalid"] += 1
-            assert ours == theirs, (
-                f"disagreement: ours={ours}, jsonschema={theirs}\nschema={schema!r}\ninstance={instance!r}"
-            )
+        _agree(schema, dialect, _oracle_schema(schema), data, tally)
 
     try:
         compare()
@@ -468,21 +473,7 @@ def test_extended_differential_against_jsonschema(evidence) -> None:
     @settings(PROFILE, max_examples=max(500, EXAMPLES // 2))
     @given(schema=ext_root_schemas(), data=st.data())
     def compare(schema: dict, data: st.DataObject) -> None:
-        try:
-            compiled = validator.compile(schema, dialect=validator.EXTENDED)
-        except InputSchemaError as exc:
-            raise AssertionError(f"extended preflight rejected {schema!r}: {exc!r}") from None
-        oracle = jsonschema.Draft202012Validator(schema)
-        tally["examples"] += 1
-        near = instances_for(schema)
-        for _ in range(INSTANCES_PER_SCHEMA):
-            instance = data.draw(st.one_of(near, near, json_values), label="instance")
-            ours, theirs = _ours(compiled, instance), oracle.is_valid(instance)
-            tally["instances"] += 1
-            tally["valid" if theirs else "invalid"] += 1
-            assert ours == theirs, (
-                f"disagreement: ours={ours}, jsonschema={theirs}\nschema={schema!r}\ninstance={instance!r}"
-            )
+        _agree(schema, validator.EXTENDED, schema, data, tally)
 
     try:
         compare()
