@@ -16,7 +16,8 @@ from typing import Any
 from .compiler import DIALECTS, CompiledSchema
 from .compiler import compile as _compile
 from .errors import EXECUTION_FAILURE, UNSUPPORTED, VALIDATION, InputSchemaError
-from .keywords import CONTRACT, EXTENDED, KEYWORDS
+from .keywords import CONTRACT, EXTENDED
+from .table import KEYWORDS
 
 __all__ = [
     "CONTRACT",

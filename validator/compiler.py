@@ -15,7 +15,8 @@ from urllib.parse import unquote
 from .errors import EXECUTION_FAILURE, UNSUPPORTED, VALIDATION, InputSchemaError, pointer
 from .failures import Invalid
 from .json_values import NotJson, check_json, describe
-from .keywords import CONTRACT, EXTENDED, KEYWORDS, Keyword
+from .keywords import CONTRACT, EXTENDED
+from .table import KEYWORDS, Keyword
 from .patterns import PatternError, compile_pattern
 from .nodes import check_domain, combine, domain_failure, sequence, trusted
 from .site import Check, Site

@@ -1,6 +1,6 @@
-"""One compile function per keyword, and the table that registers them.
+"""One compile function per keyword of the contract (the table in table.py registers them).
 
-The table's rows mirror the contract's keyword table, in its order. A compile
+A compile
 function receives the keyword's value and its Site; it checks the value's
 shape (malformed → ``validation`` error) and returns a closure that checks one
 argument value, or None for an annotation. ``applies`` says which JSON values
@@ -11,10 +11,8 @@ or a float, and so on.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Mapping
 
-from .errors import EXECUTION_FAILURE
 from .failures import Exhausted, Failure, Invalid
 from .json_values import describe, equality_key
 from .patterns import PatternError, PatternTimeout, compile_pattern
@@ -22,7 +20,6 @@ from .site import Check, Site
 
 CONTRACT = "contract"
 EXTENDED = "extended"
-BOTH = frozenset({CONTRACT, EXTENDED})
 
 # JSON Schema type name → the exact Python types a JSON parser produces for it.
 TYPES: dict[str, tuple[type, ...]] = {
@@ -34,16 +31,6 @@ TYPES: dict[str, tuple[type, ...]] = {
     "boolean": (bool,),
     "null": (type(None),),
 }
-
-
-@dataclass(frozen=True)
-class Keyword:
-    name: str
-    compile: Callable[[Any, Site], Optional[Check]]
-    # "type" runs first; "any" checks run after the type-specific ones;
-    # "object"/"array"/"string"/"number" checks run only on such values; None = annotation.
-    applies: str | None
-    dialects: frozenset = BOTH
 
 
 # --- type ------------------------------------------------------------------
@@ -399,146 +386,3 @@ def compile_max_items(value: Any, site: Site) -> Check:
             return Invalid("maxItems", path, f"{describe(v)} has more than {bound} item{'s' * (bound != 1)}")
 
     return check_max_items
-
-
-# --- composition ---------------------------------------------------------------
-
-
-def _branches(value: Any, site: Site) -> tuple[Check, ...]:
-    return tuple(site.sub(branch, i) for i, branch in enumerate(site.array(value, non_empty=True)))
-
-
-def compile_one_of(value: Any, site: Site) -> Check:
-    branches, path = _branches(value, site), site.path
-    n = len(branches)
-
-    def check_one_of(v: Any) -> Failure | None:
-        matched: list[int] = []
-        failures: list[Failure] = []
-        for i, branch in enumerate(branches):
-            failure = branch(v)
-            if failure is not None:
-                if failure.kind is EXECUTION_FAILURE:
-                    return failure  # not a mismatch: the answer is unknown
-                failures.append(failure)
-                continue
-            matched.append(i)
-            if len(matched) > 1:
-                return Invalid(
-                    "oneOf", path,
-                    f"{describe(v)} matches more than one of the {n} alternatives (at least {matched[0]} and {matched[1]}); "
-                    "it must match exactly one",
-                )
-        if not matched:
-            return Invalid("oneOf", path, f"{describe(v)} matches none of the {n} alternatives (exactly one must match):",
-                           failures)
-        return None
-
-    return check_one_of
-
-
-def compile_any_of(value: Any, site: Site) -> Check:
-    if "oneOf" in site.schema and site.dialect == CONTRACT:
-        raise site.unsupported("oneOf and anyOf in the same schema object are outside the subset")
-    branches, path = _branches(value, site), site.path
-    n = len(branches)
-
-    def check_any_of(v: Any) -> Failure | None:
-        failures: list[Failure] = []
-        for branch in branches:
-            failure = branch(v)
-            if failure is None:
-                return None
-            if failure.kind is EXECUTION_FAILURE:
-                return failure
-            failures.append(failure)
-        return Invalid("anyOf", path, f"{describe(v)} matches none of the {n} alternatives (at least one must match):",
-                       failures)
-
-    return check_any_of
-
-
-def compile_not(value: Any, site: Site) -> Check:
-    check, path = site.sub(value), site.path
-
-    def check_not(v: Any) -> Failure | None:
-        failure = check(v)
-        if failure is None:
-            return Invalid("not", path, f"{describe(v)} must not match the schema at {path}")
-        return failure if failure.kind is EXECUTION_FAILURE else None
-
-    return check_not
-
-
-# --- the table -------------------------------------------------------------------
-# The contract's rows first, in the contract's order; then the extended dialect's.
-# A keyword outside the rows of a dialect is unsupported in that dialect.
-
-from . import extended as x  # noqa: E402  (extended compile functions build on the helpers above)
-
-_EXT = frozenset({EXTENDED})
-
-KEYWORDS: dict[str, Keyword] = {
-    row.name: row
-    for row in (
-        Keyword("type", compile_type, "type"),
-        # required before properties: a missing property is the first thing to report.
-        Keyword("required", compile_required, "object"),
-        Keyword("properties", compile_properties, "object"),
-        Keyword("additionalProperties", compile_additional_properties, "object"),
-        Keyword("additional_properties", compile_additional_properties, "object"),
-        Keyword("description", compile_string_annotation, None),
-        Keyword("default", compile_default, None),
-        Keyword("format", compile_string_annotation, None),
-        Keyword("contentEncoding", compile_string_annotation, None),
-        Keyword("$schema", compile_schema_uri, None),
-        Keyword("x-mcp-header", compile_string_annotation, None),
-        Keyword("enum", compile_enum, "any"),
-        Keyword("minimum", compile_minimum, "number"),
-        Keyword("maximum", compile_maximum, "number"),
-        Keyword("minLength", compile_min_length, "string"),
-        Keyword("pattern", compile_pattern_keyword, "string"),
-        # The size bounds before items: a wrong length is reported without walking the array.
-        Keyword("minItems", compile_min_items, "array"),
-        Keyword("maxItems", compile_max_items, "array"),
-        Keyword("items", compile_items, "array"),
-        Keyword("oneOf", compile_one_of, "any"),
-        Keyword("anyOf", compile_any_of, "any"),
-        Keyword("not", compile_not, "any"),
-        # extended dialect: enforced with JSON Schema 2020-12 semantics
-        Keyword("const", x.compile_const, "any", _EXT),
-        Keyword("allOf", x.compile_all_of, "any", _EXT),
-        Keyword("maxLength", x.compile_max_length, "string", _EXT),
-        Keyword("exclusiveMinimum", x.compile_exclusive_minimum, "number", _EXT),
-        Keyword("exclusiveMaximum", x.compile_exclusive_maximum, "number", _EXT),
-        Keyword("multipleOf", x.compile_multiple_of, "number", _EXT),
-        Keyword("uniqueItems", x.compile_unique_items, "array", _EXT),
-        Keyword("minProperties", x.compile_min_properties, "object", _EXT),
-        Keyword("maxProperties", x.compile_max_properties, "object", _EXT),
-        Keyword("propertyNames", x.compile_property_names, "object", _EXT),
-        Keyword("patternProperties", x.compile_pattern_properties, "object", _EXT),
-        Keyword("dependentRequired", x.compile_dependent_required, "object", _EXT),
-        Keyword("dependentSchemas", x.compile_dependent_schemas, "object", _EXT),
-        Keyword("dependencies", x.compile_dependencies, "object", _EXT),
-        Keyword("prefixItems", x.compile_prefix_items, "array", _EXT),
-        Keyword("contains", x.compile_contains, "array", _EXT),
-        Keyword("minContains", x.compile_contains_bound, None, _EXT),
-        Keyword("maxContains", x.compile_contains_bound, None, _EXT),
-        Keyword("if", x.compile_if, "any", _EXT),
-        Keyword("then", x.compile_then_else, None, _EXT),
-        Keyword("else", x.compile_then_else, None, _EXT),
-        Keyword("$id", x.compile_id, None, _EXT),  # before $ref: a nested $id would change what $ref means
-        Keyword("$ref", x.compile_ref, "any", _EXT),
-        Keyword("$defs", x.compile_defs, None, _EXT),
-        Keyword("definitions", x.compile_defs, None, _EXT),
-        # extended dialect: annotations, accepted and never asserted
-        Keyword("title", compile_string_annotation, None, _EXT),
-        Keyword("$comment", compile_string_annotation, None, _EXT),
-        Keyword("contentMediaType", compile_string_annotation, None, _EXT),
-        Keyword("contentSchema", x.compile_content_schema, None, _EXT),
-        Keyword("examples", x.compile_examples, None, _EXT),
-        Keyword("deprecated", x.compile_boolean_annotation, None, _EXT),
-        Keyword("readOnly", x.compile_boolean_annotation, None, _EXT),
-        Keyword("writeOnly", x.compile_boolean_annotation, None, _EXT),
-    )
-}
