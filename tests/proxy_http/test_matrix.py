@@ -46,7 +46,10 @@ async def scenario(client_factory, record: Path, direct: list[dict]) -> None:
     async def on_progress(value: float, total: float | None, message: str | None) -> None:
         progress.append((value, total, message))
 
-    async with client_factory(message_handler=on_message) as client:
+    async def on_elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"answer": "forty-two"})
+
+    async with client_factory(message_handler=on_message, elicitation_callback=on_elicit) as client:
         assert client.protocol_version == "2025-11-25"
         # listing unchanged
         assert dump_tools(await client.list_tools()) == direct
@@ -62,6 +65,9 @@ async def scenario(client_factory, record: Path, direct: list[dict]) -> None:
         done = await client.call_tool("slow", {"steps": 3}, progress_callback=on_progress)
         assert done.content[0].text == "slow done after 3 steps"
         assert [p[0] for p in progress] == [1, 2, 3]
+        # a server-to-client request (elicitation) reaches the client and its answer the server
+        asked = await client.call_tool("ask", {"question": "what is the answer?"})
+        assert asked.content[0].text == 'elicited accept: {"answer": "forty-two"}'
         # list_changed: relisted before it is forwarded, so the new schema applies at once
         assert (await client.call_tool("mutable", {"x": "one"})).is_error
         await client.call_tool("flip", {})
@@ -72,7 +78,8 @@ async def scenario(client_factory, record: Path, direct: list[dict]) -> None:
         assert (await client.call_tool("mutable", {"x": "one"})).content[0].text == "mutable got 'one'"
     # the upstream saw only the valid calls
     assert [(c["name"], c["arguments"]) for c in calls(record)] == [
-        ("echo", {"text": "héllo"}), ("slow", {"steps": 3}), ("flip", {}), ("mutable", {"x": "one"}),
+        ("echo", {"text": "héllo"}), ("slow", {"steps": 3}), ("ask", {"question": "what is the answer?"}),
+        ("flip", {}), ("mutable", {"x": "one"}),
     ]
 
 
