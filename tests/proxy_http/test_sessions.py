@@ -129,3 +129,32 @@ async def test_an_unreachable_upstream_is_reported_to_the_client(record: Path, u
         assert "unreachable" in str(error) or "cannot be reached" in str(error), str(error)
         # the gate itself keeps serving
         assert proc.process.returncode is None
+
+
+@pytest.mark.parametrize("kind", ["sse", "http"])
+async def test_sigterm_closes_live_sessions_and_their_children(record: Path, kind: str) -> None:
+    import signal
+
+    async with http_gate(record, kind, None) as (url, proc):
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                connected = anyio.Event()
+
+                async def hold_session() -> None:
+                    try:
+                        async with client_for(kind, url) as client:
+                            await client.call_tool("echo", {"text": "live"})
+                            connected.set()
+                            await anyio.sleep_forever()
+                    except BaseException:  # the gate goes away under the client
+                        pass
+
+                tg.start_soon(hold_session)
+                await connected.wait()
+                pid = records(record, "start")[0]["pid"]
+                assert pid_alive(pid)
+                proc.process.send_signal(signal.SIGTERM)
+                assert await proc.process.wait() == 128 + signal.SIGTERM
+                assert await eventually(lambda: not pid_alive(pid), timeout=10)
+                tg.cancel_scope.cancel()
+        assert b"closing every session" in proc.stderr
