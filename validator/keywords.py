@@ -98,17 +98,24 @@ def compile_properties(value: Any, site: Site) -> Check | None:
     extra = site.schema[key] if key is not None else True
     if extra is True and not checks:
         return None
-    get = checks.get
+    # name → (check, value types that pass it outright): a property whose schema is
+    # a bare type check ({"type": "string", "description": …}) costs no call.
+    entries = {name: (check, getattr(check, "passes", _NOTHING)) for name, check in checks.items()}
+    get = entries.get
     if extra is True:
 
         def check_properties(v: dict) -> Failure | None:
             for name, item in v.items():
-                check = get(name)
-                if check is not None:
+                entry = get(name)
+                if entry is not None:
+                    check, passes = entry
+                    if type(item) in passes:
+                        continue
                     failure = check(item)
                     if failure is not None:
                         failure.tokens.append(name)
                         return failure
+            return None
 
         return check_properties
     extra_path, names = site.sibling(key).path, frozenset(checks)
@@ -116,32 +123,41 @@ def compile_properties(value: Any, site: Site) -> Check | None:
 
         def check_closed(v: dict) -> Failure | None:
             for name, item in v.items():
-                check = get(name)
-                if check is None:
+                entry = get(name)
+                if entry is None:
                     if type(name) is not str:
                         return Invalid("", "", f"object key {name!r} is not a string")
                     return Invalid(key, extra_path, _not_allowed(name, names))
+                check, passes = entry
+                if type(item) in passes:
+                    continue
                 failure = check(item)
                 if failure is not None:
                     failure.tokens.append(name)
                     return failure
+            return None
 
         return check_closed
     extra_check = site.sibling(key).sub(extra)
 
     def check_with_additional(v: dict) -> Failure | None:
         for name, item in v.items():
-            check = get(name)
-            if check is None:
+            entry = get(name)
+            if entry is None:
                 if type(name) is not str:
                     return Invalid("", "", f"object key {name!r} is not a string")
                 check = extra_check
+            else:
+                check = entry[0]
             failure = check(item)
             if failure is not None:
                 failure.tokens.append(name)
                 return failure
 
     return check_with_additional
+
+
+_NOTHING: frozenset = frozenset()
 
 
 def _not_allowed(name: Any, names: frozenset) -> str:

@@ -43,6 +43,9 @@ def check_domain(v: Any) -> Invalid | None:
 
 
 check_domain.exact = JSON_SCALARS  # type: ignore[attr-defined]  # these pass without a call
+# `passes`: value types a check accepts without looking further, so a parent
+# walking properties can skip the call (see keywords.compile_properties).
+check_domain.passes = JSON_SCALARS  # type: ignore[attr-defined]
 
 
 def trusted(v: Any) -> None:
@@ -50,7 +53,7 @@ def trusted(v: Any) -> None:
     return None
 
 
-trusted.exact = frozenset({str, int, bool, type(None), float, dict, list})  # type: ignore[attr-defined]
+trusted.exact = trusted.passes = frozenset({str, int, bool, type(None), float, dict, list})  # type: ignore[attr-defined]
 
 
 def sequence(checks: list[Check]) -> Check:
@@ -92,6 +95,7 @@ def combine(leading: Check, by_type: dict[type, list[Check]], trailing: list[Che
                 return leading(v)
             return None
 
+        check_leading.passes = exact  # type: ignore[attr-defined]  # a bare type check
         return check_leading
     if len(specific) == 1 and after is None:
         (only_type, only), = specific.items()
