@@ -139,15 +139,49 @@ def _has_id_member(line: str | bytes) -> bool:
         return False
     try:
         raw = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     return isinstance(raw, dict) and "id" in raw
+
+
+def _top_level_id(line: str | bytes) -> int | str | None:
+    """The top-level "id" of a frame too deeply nested to parse, found by one flat scan.
+
+    Without it the reply to such a request would carry a null id and the client
+    would wait for its answer forever.
+    """
+    text = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
+    depth, i, n = 0, 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == '"':
+            end = i + 1
+            while end < n and text[end] != '"':
+                end += 2 if text[end] == "\\" else 1
+            if depth == 1 and text[i:end + 1] == '"id"':
+                rest = text[end + 1:].lstrip()
+                if rest.startswith(":"):
+                    try:
+                        value, _ = json.JSONDecoder().raw_decode(rest[1:].lstrip())
+                    except ValueError:
+                        return None
+                    return value if isinstance(value, (int, str)) and not isinstance(value, bool) else None
+            i = end + 1
+            continue
+        if ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+        i += 1
+    return None
 
 
 def _diagnose(line: str | bytes) -> WireError:
     """Work out which JSON-RPC error a frame the SDK refused deserves."""
     try:
         raw = json.loads(line)
+    except RecursionError:
+        return WireError(PARSE_ERROR, "Parse error: the message nests too deeply to parse", _top_level_id(line))
     except ValueError as exc:
         return WireError(PARSE_ERROR, f"Parse error: {exc}")
     if not isinstance(raw, dict):

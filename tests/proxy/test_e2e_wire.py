@@ -316,3 +316,35 @@ async def test_an_unknown_tool_gets_one_refresh_before_it_is_refused(record: Pat
         reply = await session.request(4, "tools/call", {"name": "hidden", "arguments": {"n": "two"}})
         assert reply["result"]["structuredContent"]["keyword"] == "type"  # and gated by its schema
     assert [c["name"] for c in calls(record)] == ["reveal", "hidden"]
+
+
+async def test_hostile_arguments_get_precise_answers_and_never_reach_the_upstream(record: Path) -> None:
+    """Nesting too deep to parse, NaN and infinities, nesting deeper than the validator allows, huge strings."""
+    deep = "[" * 100_000 + "]" * 100_000
+    moderate = "[" * 150 + "1" + "]" * 150
+    async with raw_proxy(record) as session:
+        await session.initialize()
+        await session.send('{"jsonrpc":"2.0","id":"deep","method":"tools/call","params":{"name":"add",'
+                           '"arguments":{"a":' + deep + ',"b":1}}}')
+        reply = await session.receive()
+        assert reply["id"] == "deep" and reply["error"]["code"] == -32700  # answered, with its own id
+        for request_id, value in (("nan", "NaN"), ("inf", "Infinity"), ("ninf", "-Infinity")):
+            await session.send('{"jsonrpc":"2.0","id":"%s","method":"tools/call","params":{"name":"add",'
+                               '"arguments":{"a":%s,"b":1}}}' % (request_id, value))
+            reply = await session.receive()
+            assert reply["id"] == request_id
+            error = reply["result"]["structuredContent"]
+            assert (error["kind"], error["instancePath"]) == ("validation", "/a"), error
+        await session.send('{"jsonrpc":"2.0","id":"nested","method":"tools/call","params":{"name":"noargs",'
+                           '"arguments":{"x":' + moderate + '}}}')
+        reply = await session.receive()
+        assert reply["id"] == "nested"
+        assert reply["result"]["structuredContent"]["kind"] == "validation"
+        assert "deeper than 128" in reply["result"]["structuredContent"]["message"]
+        huge = "x" * 3_000_000
+        reply = await session.request("huge", "tools/call", {"name": "echo", "arguments": {"text": huge}})
+        assert reply["result"]["content"][0]["text"] == huge  # valid: forwarded and answered
+        reply = await session.request("last", "tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
+        assert "result" in reply
+    called = [c["arguments"] for c in calls(record)]
+    assert called == [{"text": huge}, {"a": 1, "b": 2}]
