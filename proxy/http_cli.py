@@ -34,6 +34,9 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--upstream", metavar="URL", help="front an SSE or Streamable HTTP MCP server instead of COMMAND")
     group.add_argument("--upstream-transport", choices=("sse", "http"),
                        help="transport of --upstream (default: sse if the URL path ends in /sse, else http)")
+    group.add_argument("--upstream-header", action="append", default=[], metavar="'NAME: VALUE'",
+                       help="an HTTP header sent with every request to --upstream, e.g. 'Authorization: Bearer T' "
+                       "(repeatable; $VAR and ${VAR} in VALUE are read from the environment)")
     group.add_argument("--auth-token", metavar="TOKEN",
                        help="HTTP listening: require 'Authorization: Bearer TOKEN' on every request (401 otherwise)")
     group.add_argument("--auth-token-env", metavar="VAR",
@@ -84,8 +87,18 @@ def run(args: Any, command: list[str], compile_schema: Any) -> int:
     elif token:
         print("mcp-schema-gate: --auth-token applies to an HTTP --listen only", file=sys.stderr)
         return 2
+    headers: dict[str, str] = {}
+    for header in args.upstream_header:
+        name, sep, value = header.partition(":")
+        value = os.path.expandvars(value.strip())  # $VAR / ${VAR} from the environment: secrets stay out of ps
+        if not sep or not name.strip() or not value or "$" in value:
+            print(f"mcp-schema-gate: --upstream-header {header.split(':')[0]!r}: expected 'NAME: VALUE' "
+                  "with every $VAR set", file=sys.stderr)
+            return 2
+        headers[name.strip()] = value
     if args.upstream:
-        spec = UpstreamSpec(url=args.upstream, transport=transport_for(args.upstream, args.upstream_transport))
+        spec = UpstreamSpec(url=args.upstream, transport=transport_for(args.upstream, args.upstream_transport),
+                            headers=headers or None)
     else:
         spec = UpstreamSpec(command=command, cwd=args.cwd)
     return anyio.run(_serve, listen, spec, args, compile_schema)

@@ -106,9 +106,12 @@ async def test_transport_pair_runs_the_gate_scenario(tmp_path: Path, record: Pat
 
 
 async def test_two_gates_chained_over_streamable_http(tmp_path: Path, record: Path) -> None:
+    """The inner gate wants a bearer token; the outer one sends it with --upstream-header."""
     direct = await direct_listing(tmp_path)
-    async with http_gate(record, "http", None) as (inner, _):
-        async with http_gate(record, "http", inner) as (outer, outer_proc):
+    async with http_gate(record, "http", None, "--auth-token-env", "INNER_TOKEN", INNER_TOKEN="chain-token") as (
+        inner, _):
+        async with http_gate(record, "http", inner, "--upstream-header", "Authorization: Bearer $INNER_TOKEN",
+                             INNER_TOKEN="chain-token") as (outer, outer_proc):
             with anyio.fail_after(60):
                 await scenario(lambda **kw: client_for("http", outer, **kw), record, direct)
     # both gates built a catalog of their own
