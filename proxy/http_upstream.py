@@ -20,6 +20,8 @@ which a relay (no session layer) has to supply itself:
 from __future__ import annotations
 
 import contextlib
+import json
+import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -28,6 +30,7 @@ from urllib.parse import urlsplit
 import anyio
 import httpx2
 import mcp_types as types
+from httpx2 import EventSource
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import StreamableHTTPTransport
 from mcp.shared._context_streams import create_context_streams
@@ -45,6 +48,9 @@ from mcp.shared.inbound import (
 from mcp.shared.message import ClientMessageMetadata, ServerMessageMetadata, SessionMessage
 
 from proxy.wire import PROTOCOL_VERSION_META_KEY, meta_of
+
+logger = logging.getLogger("mcp-schema-gate")
+DRAIN_SECONDS = 1.0  # how long to wait for the end of an upstream POST's SSE stream after its reply
 
 
 def transport_for(url: str, explicit: str | None = None) -> str:
@@ -170,11 +176,65 @@ class _Tagger:
         await self._inner.send(item)
 
 
+def _is_reply(data: str) -> bool:
+    """Whether an SSE event's data is a JSON-RPC response or error (which ends a POST's stream)."""
+    if not data or ('"result"' not in data and '"error"' not in data):
+        return False
+    try:
+        value = json.loads(data)
+    except ValueError:
+        return False
+    return isinstance(value, dict) and "method" not in value and ("result" in value or "error" in value)
+
+
 class _TaggingTransport(StreamableHTTPTransport):
     async def _handle_sse_event(self, sse, read_stream_writer, original_request_id=None, resumption_callback=None):
         if original_request_id is not None:
             read_stream_writer = _Tagger(read_stream_writer, original_request_id)
         return await super()._handle_sse_event(sse, read_stream_writer, original_request_id, resumption_callback)
+
+    async def _handle_sse_response(self, response: Any, ctx: Any) -> None:
+        """The SDK's, except that the stream is read to its end before the reply is passed on.
+
+        The SDK closes the response as soon as the reply event is parsed, a few
+        bytes before the server ends the chunked body, so the connection cannot
+        go back to the pool and every upstream request pays for a new TCP
+        connection (on both sides). The server ends the stream right after the
+        reply; reading on to that end first means the connection is back in the
+        pool before the client can send its next request. A stream that does
+        not end within DRAIN_SECONDS is closed as the SDK would.
+        """
+        request_id = ctx.session_message.message.id
+        last_event_id: str | None = None
+        retry_interval_ms: int | None = None
+        callback = ctx.metadata.on_resumption_token_update if ctx.metadata else None
+        try:
+            events = aiter(EventSource(response, max_event_size=self.max_sse_event_size))  # one iterator, drained below
+            async for sse in events:
+                if sse.id:
+                    last_event_id = sse.id
+                if sse.retry is not None:
+                    retry_interval_ms = sse.retry
+                if _is_reply(sse.data):
+                    with anyio.move_on_after(DRAIN_SECONDS):
+                        async for _ in events:
+                            pass
+                    await response.aclose()
+                    await self._handle_sse_event(sse, ctx.read_stream_writer, original_request_id=request_id,
+                                                 resumption_callback=callback)
+                    return
+                await self._handle_sse_event(sse, ctx.read_stream_writer, original_request_id=request_id,
+                                             resumption_callback=callback)
+        except httpx2.SSEError as exc:
+            await self._resolve_abandoned_request(ctx.read_stream_writer, request_id, f"SSE stream failed: {exc}")
+            return
+        except Exception:
+            logger.debug("SSE stream ended", exc_info=True)
+        if last_event_id is not None:
+            await self._handle_reconnection(ctx, last_event_id, retry_interval_ms)
+        else:
+            await self._resolve_abandoned_request(ctx.read_stream_writer, request_id,
+                                                  "SSE stream ended without a response")
 
     async def _handle_post_request(self, ctx) -> None:
         # The SDK lets a connection error escape the POST task, which tears
