@@ -46,6 +46,9 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--idle-timeout", type=float, default=1800.0, metavar="SECONDS",
                        help="Streamable HTTP listening: close a session (and its upstream) after this long "
                        "without a request in flight or an open GET stream (default 1800)")
+    group.add_argument("--max-sessions", type=int, default=100, metavar="N",
+                       help="HTTP listening: at most N client sessions at once (each has its own upstream, for a "
+                       "stdio upstream a process); more get 503 (default 100)")
     group.add_argument("--allow-host", action="append", default=[], metavar="HOST[:PORT|:*]",
                        help="HTTP listening: another accepted Host header (loopback names are always accepted)")
     group.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
@@ -82,6 +85,7 @@ def run(args: Any, command: list[str], compile_schema: Any) -> int:
         listen.auth_token = token
         listen.max_body = args.max_body_bytes
         listen.idle_timeout = args.idle_timeout if args.idle_timeout > 0 else None
+        listen.max_sessions = max(1, args.max_sessions)
         listen.allowed_hosts = list(args.allow_host)
         listen.allowed_origins = list(args.allow_origin)
     elif token:

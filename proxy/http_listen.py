@@ -52,6 +52,7 @@ logger = logging.getLogger("mcp-schema-gate")
 
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
 DEFAULT_IDLE_TIMEOUT = 30 * 60.0
+DEFAULT_MAX_SESSIONS = 100
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 
 
@@ -63,6 +64,7 @@ class ListenSettings:
     auth_token: str | None = None
     max_body: int = DEFAULT_MAX_BODY
     idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT
+    max_sessions: int = DEFAULT_MAX_SESSIONS  # each may hold an upstream child process
     allowed_hosts: list[str] = field(default_factory=list)
     allowed_origins: list[str] = field(default_factory=list)
 
@@ -115,6 +117,15 @@ class GateApp:
         self._limited = RequestBodyLimitMiddleware(self._route, listen.max_body)
         self.sessions: dict[str, StreamableHTTPServerTransport] = {}
         self.session_scopes: dict[str, anyio.CancelScope] = {}
+        self.sse_sessions = 0
+
+    def _full(self) -> Response | None:
+        if len(self.sessions) + self.sse_sessions < self.listen.max_sessions:
+            return None
+        logger.warning("mcp-schema-gate: refused a new session: %d sessions are open (--max-sessions)",
+                       self.listen.max_sessions)
+        return refusal(503, f"Too many open sessions ({self.listen.max_sessions}); try again later",
+                       types.INTERNAL_ERROR, headers={"Retry-After": "5"})
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -147,11 +158,16 @@ class GateApp:
     # ---- legacy HTTP+SSE ----------------------------------------------------------
 
     async def _sse_session(self, scope: dict, receive: Any, send: Any) -> None:
+        if (full := self._full()) is not None:
+            return await full(scope, receive, send)
+        self.sse_sessions += 1
         try:
             async with self._sse.connect_sse(scope, receive, send) as streams:
                 await run_session(streams, self.spec, self.settings)
         except ValueError:  # the transport already answered the refusal
             return
+        finally:
+            self.sse_sessions -= 1
 
     # ---- Streamable HTTP ------------------------------------------------------------
 
@@ -175,6 +191,8 @@ class GateApp:
             return
         if scope["method"] != "POST":
             return await refusal(400, "Bad Request: Missing session ID")(scope, receive, send)
+        if (full := self._full()) is not None:
+            return await full(scope, receive, send)
         session_id = uuid4().hex
         transport = StreamableHTTPServerTransport(mcp_session_id=session_id, idle_timeout=self.listen.idle_timeout)
         self.sessions[session_id] = transport

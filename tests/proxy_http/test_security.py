@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import anyio
 import pytest
 
 from tests.proxy.conftest import calls
@@ -51,3 +52,30 @@ async def test_refusals(record: Path, kind: str) -> None:
             assert (await client.call_tool("echo", {"text": "authorized"})).content[0].text == "authorized"
     assert [c["arguments"] for c in calls(record)] == [{"text": "authorized"}]
     assert TOKEN.encode() not in proc.stderr
+
+
+@pytest.mark.parametrize("kind", ["http", "sse"])
+async def test_session_limit(record: Path, kind: str) -> None:
+    async with http_gate(record, kind, None, "--max-sessions", "1") as (url, _):
+        async with client_for(kind, url) as client:
+            assert (await client.call_tool("echo", {"text": "first"})).content[0].text == "first"
+            async with raw_client() as http:
+                if kind == "http":
+                    refused(await http.post(url, content=INIT), 503, "Too many open sessions")
+                else:
+                    refused(await http.get(url, headers={"accept": "text/event-stream"}), 503, "Too many open sessions")
+        # once the first session has ended (its upstream child shut down), there is room for another
+        for _ in range(100):
+            try:
+                async with client_for(kind, url) as client:
+                    assert (await client.call_tool("echo", {"text": "second"})).content[0].text == "second"
+                break
+            except BaseException as exc:  # noqa: BLE001 - only the refusal is retried
+                leaf = exc
+                while isinstance(leaf, BaseExceptionGroup):
+                    leaf = leaf.exceptions[0]
+                if "503" not in str(leaf) and "Too many open sessions" not in str(leaf):
+                    raise
+                await anyio.sleep(0.1)
+        else:
+            pytest.fail("no room for a new session after the first one ended")
