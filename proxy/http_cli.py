@@ -57,7 +57,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
 
 
 def wants_transports(args: Any) -> bool:
-    return args.listen != "stdio" or bool(args.upstream)
+    return args.listen != "stdio" or bool(args.upstream or args.auth_token or args.auth_token_env)
 
 
 def run(args: Any, command: list[str], compile_schema: Any) -> int:
