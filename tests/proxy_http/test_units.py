@@ -1,0 +1,93 @@
+"""In-process checks of the HTTP pieces: header stamping, stream routing, --listen parsing, URL → transport."""
+
+from __future__ import annotations
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp.shared.message import ServerMessageMetadata, SessionMessage
+
+from proxy.http_listen import parse_listen
+from proxy.http_upstream import HeaderStamper, transport_for
+from proxy.sessions import StreamRouter
+
+SCHEMA = {"type": "object", "properties": {
+    "region": {"type": "string", "x-mcp-header": "Region"},
+    "opts": {"type": "object", "properties": {"dry": {"type": "boolean", "x-mcp-header": "Dry"}}},
+    "plain": {"type": "string"},
+}}
+
+
+def request(request_id, method, params=None):
+    return types.JSONRPCRequest(jsonrpc="2.0", id=request_id, method=method, params=params)
+
+
+def test_header_stamper_follows_the_relayed_handshake_and_the_annotations() -> None:
+    stamper = HeaderStamper(lambda name: SCHEMA if name == "deploy" else None)
+    init = request(0, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                     "clientInfo": {"name": "c", "version": "0"}})
+    assert stamper.headers_for(init) == {"mcp-method": "initialize"}
+    stamper.observe_reply(types.JSONRPCResponse(jsonrpc="2.0", id=0, result={"protocolVersion": "2025-06-18"}))
+    call = request(1, "tools/call", {"name": "deploy", "arguments": {"region": "eu-west", "opts": {"dry": True},
+                                                                     "plain": "x"}})
+    assert stamper.headers_for(call) == {
+        "mcp-method": "tools/call", "mcp-protocol-version": "2025-06-18", "mcp-name": "deploy",
+        "Mcp-Param-Region": "eu-west", "Mcp-Param-Dry": "true",
+    }
+    read = request(2, "resources/read", {"uri": "test://é"})
+    headers = stamper.headers_for(read)
+    assert headers["mcp-name"].startswith("=?base64?")  # not a header-safe value: base64-wrapped, as the SDK does
+    # a 2026-07-28 request carries its own version
+    modern = request(3, "tools/list", {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}})
+    assert stamper.headers_for(modern)["mcp-protocol-version"] == "2026-07-28"
+    assert stamper.headers_for(types.JSONRPCNotification(jsonrpc="2.0", method="notifications/initialized")) is None
+
+
+async def test_stream_router_routes_by_tag_then_progress_token_else_get_stream() -> None:
+    sent, received = anyio.create_memory_object_stream[SessionMessage](10)
+    router = StreamRouter(None, sent)
+    await router.from_client(request("a", "tools/call", {"name": "x", "_meta": {"progressToken": 5}}))
+    await router.from_client(request(7, "tools/call", {"name": "y"}))
+
+    def route(message, metadata=None):
+        out = router.to_client(SessionMessage(message, metadata=metadata))
+        meta = out.metadata if out is not None else None
+        return meta.related_request_id if isinstance(meta, ServerMessageMetadata) else None
+
+    progress = types.JSONRPCNotification(jsonrpc="2.0", method="notifications/progress",
+                                         params={"progressToken": 5, "progress": 1})
+    assert route(progress) == "a"
+    log = types.JSONRPCNotification(jsonrpc="2.0", method="notifications/message", params={"level": "info"})
+    assert route(log) is None  # GET stream
+    assert route(log, ServerMessageMetadata(related_request_id=7)) == 7  # tagged by an HTTP upstream
+    assert route(log, ServerMessageMetadata(related_request_id="7")) is None  # "7" is not 7
+    # a cancelled request's stream is ended with -32800 and its late answer dropped
+    await router.from_client(types.JSONRPCNotification(jsonrpc="2.0", method="notifications/cancelled",
+                                                       params={"requestId": 7}))
+    ended = received.receive_nowait().message
+    assert isinstance(ended, types.JSONRPCError) and ended.id == 7 and ended.error.code == -32800
+    late = types.JSONRPCResponse(jsonrpc="2.0", id=7, result={})
+    assert router.to_client(SessionMessage(late)) is None
+    # answered: progress for it goes to the GET stream from now on
+    assert router.to_client(SessionMessage(types.JSONRPCResponse(jsonrpc="2.0", id="a", result={}))) is not None
+    assert route(progress) is None
+
+
+@pytest.mark.parametrize(("url", "expected"), [
+    ("http://h:1/sse", "sse"), ("http://h:1/sse/", "sse"), ("http://h:1/mcp", "http"), ("https://h/api/mcp", "http"),
+    ("http://h:1/", "http"),
+])
+def test_upstream_transport_from_the_url_path(url: str, expected: str) -> None:
+    assert transport_for(url) == expected
+    assert transport_for(url, "sse") == "sse"
+
+
+def test_parse_listen() -> None:
+    assert parse_listen("stdio") is None
+    listen = parse_listen("http://127.0.0.1:0")
+    assert (listen.kind, listen.host, listen.port) == ("http", "127.0.0.1", 0)
+    listen = parse_listen("sse://[::1]:8080")
+    assert (listen.kind, listen.host, listen.port) == ("sse", "::1", 8080)
+    for bad in ("tcp://h:1", "http://h", "http://:80", "sse://h:x"):
+        with pytest.raises(ValueError):
+            parse_listen(bad)
