@@ -113,6 +113,8 @@ class HeaderStamper:
             return cached[1]
         # An invalid annotation mirrors nothing (the SDK client refuses such a tool outright).
         header_map = {} if find_invalid_x_mcp_header(schema) else x_mcp_header_map(schema)
+        if len(self._header_maps) > 4096:  # old catalog revisions' schemas
+            self._header_maps.clear()
         self._header_maps[id(schema)] = (schema, header_map)
         return header_map
 
