@@ -96,7 +96,9 @@ def compile_properties(value: Any, site: Site) -> Check | None:
     checks = {name: site.sub(schema, name) for name, schema in value.items()}
     key = _fused_additional(site)
     extra = site.schema[key] if key is not None else True
-    if extra is True and not checks:
+    required = _required_names(site.sibling("required")) if "required" in site.schema else ()
+    required_path = site.sibling("required").path
+    if extra is True and not checks and not required:
         return None
     # name → (check, value types that pass it outright): a property whose schema is
     # a bare type check ({"type": "string", "description": …}) costs no call.
@@ -105,6 +107,9 @@ def compile_properties(value: Any, site: Site) -> Check | None:
     if extra is True:
 
         def check_properties(v: dict) -> Failure | None:
+            for name in required:
+                if name not in v:
+                    return Invalid("required", required_path, f'missing required property "{name}"')
             for name, item in v.items():
                 entry = get(name)
                 if entry is not None:
@@ -122,6 +127,9 @@ def compile_properties(value: Any, site: Site) -> Check | None:
     if extra is False:
 
         def check_closed(v: dict) -> Failure | None:
+            for name in required:
+                if name not in v:
+                    return Invalid("required", required_path, f'missing required property "{name}"')
             for name, item in v.items():
                 entry = get(name)
                 if entry is None:
@@ -141,6 +149,9 @@ def compile_properties(value: Any, site: Site) -> Check | None:
     extra_check = site.sibling(key).sub(extra)
 
     def check_with_additional(v: dict) -> Failure | None:
+        for name in required:
+            if name not in v:
+                return Invalid("required", required_path, f'missing required property "{name}"')
         for name, item in v.items():
             entry = get(name)
             if entry is None:
@@ -164,14 +175,18 @@ def _not_allowed(name: Any, names: frozenset) -> str:
     return f'property "{name}" is not allowed (no additional properties; allowed: {_names(names)})'
 
 
-def compile_required(value: Any, site: Site) -> Check | None:
-    names = site.array(value)
+def _required_names(site: Site) -> tuple[str, ...]:
+    names = site.array(site.schema[site.keyword])
     for i, name in enumerate(names):
         if type(name) is not str:
             raise site.malformed(f"required entries must be property names (strings), not {describe(name)}", i)
-    names = tuple(dict.fromkeys(names))  # repeats change nothing
-    if not names:
-        return None
+    return tuple(dict.fromkeys(names))  # repeats change nothing
+
+
+def compile_required(value: Any, site: Site) -> Check | None:
+    names = _required_names(site)
+    if not names or isinstance(site.schema.get("properties"), Mapping):
+        return None  # none to check, or compile_properties checks them first in its own closure
     path = site.path
 
     def check_required(v: dict) -> Failure | None:
@@ -294,6 +309,18 @@ def compile_enum(value: Any, site: Site) -> Check:
 
 def compile_minimum(value: Any, site: Site) -> Check:
     bound, path = site.number(value), site.path
+    if "maximum" in site.schema:  # both bounds in one closure: one call per value, not two
+        upper_site = site.sibling("maximum")
+        upper, upper_path = upper_site.number(site.schema["maximum"]), upper_site.path
+
+        def check_range(v: int | float) -> Failure | None:
+            if v < bound:
+                return Invalid("minimum", path, f"{describe(v)} is less than the minimum of {describe(bound)}")
+            if v > upper:
+                return Invalid("maximum", upper_path, f"{describe(v)} is greater than the maximum of {describe(upper)}")
+            return None
+
+        return check_range
 
     def check_minimum(v: int | float) -> Failure | None:
         if v < bound:
@@ -302,8 +329,10 @@ def compile_minimum(value: Any, site: Site) -> Check:
     return check_minimum
 
 
-def compile_maximum(value: Any, site: Site) -> Check:
+def compile_maximum(value: Any, site: Site) -> Check | None:
     bound, path = site.number(value), site.path
+    if "minimum" in site.schema:
+        return None  # compile_minimum checks both bounds
 
     def check_maximum(v: int | float) -> Failure | None:
         if v > bound:

@@ -107,6 +107,18 @@ def combine(leading: Check, by_type: dict[type, list[Check]], trailing: list[Che
                 return leading(v)
 
             return check_one_type
+    if after is None and set(specific) == {int, float} and by_type[int] == by_type[float] and int in exact:
+        number = specific[int]  # numeric keywords apply to ints and floats alike
+
+        def check_number(v: Any) -> Failure | None:
+            if type(v) is int:
+                return number(v)
+            failure = leading(v)
+            if failure is not None or type(v) is not float:
+                return failure
+            return number(v)
+
+        return check_number
     lookup = specific.get
     if after is None:
 
