@@ -56,9 +56,14 @@ LIVE = ["server-memory", "mcp-server-time"]
 
 
 @pytest.mark.parametrize("name", LIVE)
-def test_live_recapture_matches_fixture(name: str):
+def test_live_recapture_matches_fixture(name: str, tmp_path: Path):
     if not capture.is_installed(name):
-        pytest.skip(f"{name} is not installed under .cache/ (python scripts/capture_catalog.py --install-only {name})")
+        try:  # installs into .cache/ once, from the registry the manifest pins
+            capture.launch_spec(name, tmp_path, install=True)
+        except (RuntimeError, OSError) as exc:
+            reason = f"{name} could not be installed (registry unreachable?): {exc}"
+            print(f"\nSKIPPED live re-capture: {reason}")
+            pytest.skip(reason)
     doc = anyio.run(lambda: capture.capture_server(name, timeout=60))
     fixture = capture.json.loads((CATALOG_DIR / f"{name}.json").read_text(encoding="utf-8"))
     assert doc == fixture
