@@ -47,7 +47,7 @@ from mcp.shared.inbound import (
 )
 from mcp.shared.message import ClientMessageMetadata, ServerMessageMetadata, SessionMessage
 
-from proxy.wire import PROTOCOL_VERSION_META_KEY, meta_of
+from proxy.wire import PROTOCOL_VERSION_META_KEY, WatchedReader, meta_of
 
 logger = logging.getLogger("mcp-schema-gate")
 DRAIN_SECONDS = 1.0  # how long to wait for the end of an upstream POST's SSE stream after its reply
@@ -80,6 +80,9 @@ class HeaderStamper:
             version = message.result.get("protocolVersion") if isinstance(message.result, dict) else None
             if isinstance(version, str):
                 self.negotiated = version
+
+    async def observe(self, message: Any) -> None:  # the WatchedReader callback
+        self.observe_reply(message)
 
     def headers_for(self, message: Any) -> dict[str, str] | None:
         if not isinstance(message, types.JSONRPCRequest):
@@ -135,32 +138,6 @@ class _StampingWriter:
 
     def close(self) -> None:
         self._inner.close()
-
-
-class _ObservingReader:
-    """The upstream read stream, watched for the initialize result (the negotiated version)."""
-
-    def __init__(self, inner: Any, stamper: HeaderStamper) -> None:
-        self._inner = inner
-        self._stamper = stamper
-
-    def __aiter__(self) -> _ObservingReader:
-        return self
-
-    async def __anext__(self) -> Any:
-        try:
-            item = await self._inner.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            raise StopAsyncIteration from None
-        if isinstance(item, SessionMessage):
-            self._stamper.observe_reply(item.message)
-        return item
-
-    async def receive(self) -> Any:
-        return await self.__anext__()
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
 
 
 class _Tagger:
@@ -291,4 +268,4 @@ async def upstream_http(
         return
     stamper = HeaderStamper(schema_of)
     async with _streamable_http(url, headers) as (read_stream, write_stream):
-        yield _ObservingReader(read_stream, stamper), _StampingWriter(write_stream, stamper)
+        yield WatchedReader(read_stream, stamper.observe), _StampingWriter(write_stream, stamper)

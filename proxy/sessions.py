@@ -32,7 +32,7 @@ from proxy.catalog import Catalog
 from proxy.gate import Gate
 from proxy.guard import GuardHooks
 from proxy.relay import Relay
-from proxy.wire import id_key, meta_of
+from proxy.wire import WatchedReader, id_key, meta_of
 
 logger = logging.getLogger("mcp-schema-gate")
 
@@ -120,24 +120,6 @@ async def _refuse(client: tuple[Any, Any], reason: str) -> None:
                 return
 
 
-class _RoutedReader:
-    def __init__(self, inner: Any, router: StreamRouter) -> None:
-        self._inner = inner
-        self._router = router
-
-    def __aiter__(self) -> _RoutedReader:
-        return self
-
-    async def __anext__(self) -> Any:
-        try:
-            item = await self._inner.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            raise StopAsyncIteration from None
-        if isinstance(item, SessionMessage):
-            await self._router.from_client(item.message)
-        return item
-
-
 class _RoutedWriter:
     def __init__(self, inner: Any, router: StreamRouter) -> None:
         self._inner = inner
@@ -158,7 +140,7 @@ class StreamRouter:
         self._tokens: dict[tuple[bool, Any], Any] = {}  # progressToken key -> request id
         self._token_of: dict[tuple[bool, Any], tuple[bool, Any]] = {}  # request key -> token key
         self._cancelled: set[tuple[bool, Any]] = set()
-        self.streams = (_RoutedReader(read_stream, self), _RoutedWriter(write_stream, self))
+        self.streams = (WatchedReader(read_stream, self.from_client), _RoutedWriter(write_stream, self))
 
     async def from_client(self, message: Any) -> None:
         if isinstance(message, types.JSONRPCRequest):

@@ -9,9 +9,11 @@ the ones an MCP server would write.
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import mcp_types as types
 from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -202,3 +204,28 @@ def _diagnose(line: str | bytes) -> WireError:
     if isinstance(raw.get("method"), str) and "params" in raw and not isinstance(raw["params"], dict | None):
         return WireError(INVALID_PARAMS, "Invalid params: params must be an object", echo)
     return WireError(INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message", echo)
+
+
+class WatchedReader:
+    """A read stream that shows each message to ``watch`` (an async callable) before passing it on.
+
+    The HTTP side uses it to learn from traffic without touching it: the
+    negotiated protocol version for header stamping, the client's requests for
+    stream routing.
+    """
+
+    def __init__(self, inner: Any, watch: Callable[[Any], Awaitable[None]]) -> None:
+        self._inner = inner
+        self._watch = watch
+
+    def __aiter__(self) -> WatchedReader:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            item = await self._inner.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise StopAsyncIteration from None
+        if isinstance(item, SessionMessage):
+            await self._watch(item.message)
+        return item
