@@ -46,6 +46,10 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--idle-timeout", type=float, default=1800.0, metavar="SECONDS",
                        help="Streamable HTTP listening: close a session (and its upstream) after this long "
                        "without a request in flight or an open GET stream (default 1800)")
+    group.add_argument("--json-response", action="store_true",
+                       help="Streamable HTTP listening: answer each request POST with one JSON body instead of an "
+                       "SSE stream (faster; a call's progress and other messages tied to it then go to the "
+                       "client's GET stream instead of the call's own stream)")
     group.add_argument("--max-sessions", type=int, default=100, metavar="N",
                        help="HTTP listening: at most N client sessions at once (each has its own upstream, for a "
                        "stdio upstream a process); more get 503 (default 100)")
@@ -57,7 +61,8 @@ def add_options(parser: argparse.ArgumentParser) -> None:
 
 
 def wants_transports(args: Any) -> bool:
-    return args.listen != "stdio" or bool(args.upstream or args.auth_token or args.auth_token_env)
+    options = (args.upstream, args.auth_token, args.auth_token_env, args.json_response)
+    return args.listen != "stdio" or any(options)
 
 
 def run(args: Any, command: list[str], compile_schema: Any) -> int:
@@ -86,10 +91,14 @@ def run(args: Any, command: list[str], compile_schema: Any) -> int:
         listen.max_body = args.max_body_bytes
         listen.idle_timeout = args.idle_timeout if args.idle_timeout > 0 else None
         listen.max_sessions = max(1, args.max_sessions)
+        listen.json_response = args.json_response
         listen.allowed_hosts = list(args.allow_host)
         listen.allowed_origins = list(args.allow_origin)
     elif token:
         print("mcp-schema-gate: --auth-token applies to an HTTP --listen only", file=sys.stderr)
+        return 2
+    if args.json_response and (listen is None or listen.kind != "http"):
+        print("mcp-schema-gate: --json-response applies to --listen http://HOST:PORT only", file=sys.stderr)
         return 2
     headers: dict[str, str] = {}
     for header in args.upstream_header:

@@ -65,6 +65,11 @@ class ListenSettings:
     max_body: int = DEFAULT_MAX_BODY
     idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT
     max_sessions: int = DEFAULT_MAX_SESSIONS  # each may hold an upstream child process
+    # Each request POST answered with one JSON body: no sse-starlette stream per
+    # call, which roughly halves the listening side's cost; messages tied to a
+    # call then travel on the GET stream (StreamRouter), since a JSON body has
+    # no room for them and the SDK's transport would drop them.
+    json_response: bool = False
     allowed_hosts: list[str] = field(default_factory=list)
     allowed_origins: list[str] = field(default_factory=list)
 
@@ -194,7 +199,8 @@ class GateApp:
         if (full := self._full()) is not None:
             return await full(scope, receive, send)
         session_id = uuid4().hex
-        transport = StreamableHTTPServerTransport(mcp_session_id=session_id, idle_timeout=self.listen.idle_timeout)
+        transport = StreamableHTTPServerTransport(mcp_session_id=session_id, idle_timeout=self.listen.idle_timeout,
+                                                  is_json_response_enabled=self.listen.json_response)
         self.sessions[session_id] = transport
         await self._tg.start(self._run_streamable, session_id, transport)
         status: list[int] = []
@@ -216,7 +222,7 @@ class GateApp:
             with scope:
                 async with transport.connect() as (read_stream, write_stream):
                     task_status.started()
-                    router = StreamRouter(read_stream, write_stream)
+                    router = StreamRouter(read_stream, write_stream, related_streams=not self.listen.json_response)
                     idle = transport.idle_scope or anyio.CancelScope()
                     try:
                         with idle:

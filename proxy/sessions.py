@@ -134,8 +134,9 @@ class _RoutedWriter:
 class StreamRouter:
     """Puts each upstream message on the HTTP stream it belongs to (see the module docstring)."""
 
-    def __init__(self, read_stream: Any, write_stream: Any) -> None:
+    def __init__(self, read_stream: Any, write_stream: Any, *, related_streams: bool = True) -> None:
         self._write = write_stream
+        self._related_streams = related_streams  # False (JSON responses): everything but replies to the GET stream
         self._open: dict[tuple[bool, Any], Any] = {}  # client requests whose stream is open: key -> id
         self._tokens: dict[tuple[bool, Any], Any] = {}  # progressToken key -> request id
         self._token_of: dict[tuple[bool, Any], tuple[bool, Any]] = {}  # request key -> token key
@@ -181,6 +182,8 @@ class StreamRouter:
                 return None  # its stream was already ended for the cancellation
             self._close(key)
             return item
+        if not self._related_streams:
+            return SessionMessage(message)  # the GET stream
         related = None
         metadata = item.metadata
         if isinstance(metadata, ServerMessageMetadata) and metadata.related_request_id is not None:

@@ -5,7 +5,9 @@ All in one run, on 127.0.0.1, with ports the OS picks:
                      Streamable HTTP by the SDK's StreamableHTTPSessionManager
   gate -> http       `python -m proxy --listen http://127.0.0.1:0 --upstream <direct>/mcp`
   fastmcp -> http    FastMCP's `create_proxy(<direct>/mcp)` served over Streamable HTTP (if fastmcp imports)
+  gate json -> http  the same with --json-response (one JSON body per request POST, as mcp-proxy answers)
   gate -> stdio      `python -m proxy --listen http://127.0.0.1:0 -- <the same server on stdio>`
+  gate json -> stdio the same with --json-response
   mcp-proxy -> stdio `mcp-proxy --port P -- <the same server on stdio>` (with --mcp-proxy PATH: mcp-proxy
                      0.12 imports APIs that mcp 2.x removed, so it runs from its own venv with mcp<2)
 
@@ -225,16 +227,17 @@ async def run(args: argparse.Namespace) -> dict:
     upstream = Target("direct", [python, "-c", HTTP_SERVER])
     direct_url = upstream.start()
     stdio_server = [python, "-c", SERVER]
-    targets = [Target("gate -> http", [python, "-m", "proxy", "--quiet", "--listen", "http://127.0.0.1:0",
-                                       "--upstream", direct_url])]
+    gate = [python, "-m", "proxy", "--quiet", "--listen", "http://127.0.0.1:0"]
+    targets = [Target("gate -> http", [*gate, "--upstream", direct_url]),
+               Target("gate json -> http", [*gate, "--json-response", "--upstream", direct_url])]
     try:
         import fastmcp  # noqa: F401
 
         targets.append(Target("fastmcp -> http", [python, "-c", FASTMCP_PROXY, direct_url, str(free_port())]))
     except ImportError:
         print("fastmcp is not installed (pip install -e '.[bench]'): its row is left out", file=sys.stderr)
-    targets.append(Target("gate -> stdio", [python, "-m", "proxy", "--quiet", "--listen", "http://127.0.0.1:0",
-                                            "--", *stdio_server]))
+    targets.append(Target("gate -> stdio", [*gate, "--", *stdio_server]))
+    targets.append(Target("gate json -> stdio", [*gate, "--json-response", "--", *stdio_server]))
     if args.mcp_proxy:
         port = free_port()
         targets.append(Target("mcp-proxy -> stdio", [args.mcp_proxy, "--host", "127.0.0.1", "--port", str(port),

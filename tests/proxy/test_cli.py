@@ -127,3 +127,10 @@ def test_check_survives_a_reader_that_leaves(tmp_path: Path) -> None:
     done = subprocess.run(f"{sys.executable} -m proxy check --json --catalog {path} | head -c 10",
                           shell=True, capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr
+
+
+@pytest.mark.parametrize("listen", ["stdio", "sse://127.0.0.1:0"])
+def test_json_response_outside_streamable_http_listening_is_a_usage_error(listen: str) -> None:
+    done = run("--listen", listen, "--json-response", "--", *upstream_command())
+    assert done.returncode == 2 and "--json-response applies to --listen http://" in done.stderr
+    assert "--json-response" in run("--help").stdout

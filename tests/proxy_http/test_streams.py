@@ -107,3 +107,56 @@ async def test_2026_07_28_is_declined_and_the_auto_client_falls_back(record: Pat
         async with client_for("http", url, mode="auto") as client:
             assert client.protocol_version == "2025-11-25"
             assert (await client.call_tool("echo", {"text": "fell back"})).content[0].text == "fell back"
+
+
+@pytest.mark.parametrize("upstream_kind", ["stdio", "http"])
+async def test_json_response_mode_answers_in_json_and_moves_progress_to_the_get_stream(
+    record: Path, upstream_kind: str
+) -> None:
+    """--json-response: one JSON body per request POST; a call's progress is not dropped but sent on GET."""
+    async with AsyncExitStack() as stack:
+        upstream = None
+        if upstream_kind == "http":
+            upstream = f"{await stack.enter_async_context(http_upstream(record))}/mcp"
+        url, _ = await stack.enter_async_context(http_gate(record, "http", upstream, "--json-response"))
+        async with raw_client() as http:
+            init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
+            reply = await http.post(url, content=json.dumps(init))
+            assert reply.status_code == 200 and reply.headers["content-type"].startswith("application/json")
+            assert reply.json()["result"]["protocolVersion"] == VERSION
+            headers = {"mcp-session-id": reply.headers["mcp-session-id"], "mcp-protocol-version": VERSION}
+            ack = await http.post(url, content=json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+                                  headers=headers)
+            assert ack.status_code == 202
+            on_get: list[dict] = []
+            got_three = anyio.Event()
+
+            async def read_get_stream(*, task_status=anyio.TASK_STATUS_IGNORED) -> None:
+                async with http.stream("GET", url, headers={**headers, "accept": "text/event-stream"}) as response:
+                    assert response.status_code == 200
+                    task_status.started()
+                    async for line in response.aiter_lines():
+                        if line.startswith("data:") and line[5:].strip():
+                            on_get.append(json.loads(line[5:]))
+                            if len(on_get) == 3:
+                                got_three.set()
+
+            with anyio.fail_after(20):
+                async with anyio.create_task_group() as tg:
+                    await tg.start(read_get_stream)
+                    call = {"jsonrpc": "2.0", "id": "call-1", "method": "tools/call", "params": {
+                        "name": "slow", "arguments": {"steps": 3}, "_meta": {"progressToken": "tok-1"}}}
+                    reply = await http.post(url, content=json.dumps(call), headers=headers)
+                    assert reply.headers["content-type"].startswith("application/json")
+                    assert reply.json()["id"] == "call-1" and "result" in reply.json()
+                    bad = {"jsonrpc": "2.0", "id": "call-2", "method": "tools/call",
+                           "params": {"name": "echo", "arguments": {"text": 5}}}
+                    refused = (await http.post(url, content=json.dumps(bad), headers=headers)).json()
+                    assert refused["id"] == "call-2" and refused["result"]["isError"] is True
+                    await got_three.wait()
+                    tg.cancel_scope.cancel()
+            progress = [(m["params"]["progressToken"], m["params"]["progress"]) for m in on_get
+                        if m.get("method") == "notifications/progress"]
+            assert progress == [("tok-1", 1), ("tok-1", 2), ("tok-1", 3)]
+    assert [c["name"] for c in calls(record)] == ["slow"]  # the invalid echo never reached the upstream
