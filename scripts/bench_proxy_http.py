@@ -32,6 +32,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -108,7 +109,9 @@ class Target:
                     self.url = match.group(1)
                     break
         # drain stderr so the target never blocks on a full pipe
-        asyncio.get_event_loop().run_in_executor(None, lambda: [None for _ in self.process.stderr])
+        # (a thread of its own: the default executor has only cpu+4 workers, and a
+        # target left undrained blocks on its full stderr pipe and stops answering)
+        threading.Thread(target=lambda: [None for _ in self.process.stderr], daemon=True).start()
         return self.url
 
     def stop(self) -> None:
@@ -243,6 +246,7 @@ async def run(args: argparse.Namespace) -> dict:
         targets.append(Target("mcp-proxy -> stdio", [args.mcp_proxy, "--host", "127.0.0.1", "--port", str(port),
                                                      "--", *stdio_server], f"http://127.0.0.1:{port}/mcp"))
     report: dict = {}
+    failed: dict[str, str] = {}
     try:
         for target in targets:
             target.start()
@@ -250,7 +254,17 @@ async def run(args: argparse.Namespace) -> dict:
             await asyncio.sleep(3)  # mcp-proxy does not announce readiness on stderr
         for concurrency in args.concurrency:
             for target in [upstream, *targets]:
-                result = await load(target.url, concurrency, args.duration, args.warmup)
+                if target.label in failed:
+                    continue
+                try:
+                    # A peer that stops answering must cost its row, not the whole run.
+                    result = await asyncio.wait_for(load(target.url, concurrency, args.duration, args.warmup),
+                                                    args.duration + args.warmup + 30)
+                except (Exception, asyncio.TimeoutError) as exc:
+                    failed[target.label] = f"{type(exc).__name__}: {exc}"
+                    print(f"c={concurrency:<3} {target.label:20} FAILED ({failed[target.label]}); its row is left out",
+                          file=sys.stderr, flush=True)
+                    continue
                 report.setdefault(target.label, {})[str(concurrency)] = result
                 if not args.json:
                     print(f"c={concurrency:<3} {target.label:20} {result['rps']:8.0f} req/s  median "
@@ -275,14 +289,17 @@ def main() -> int:
         return 0
     print()
     print(f"{'':20}" + "".join(f"{'c=' + c + ' req/s':>14}{'median ms':>11}" for c in map(str, args.concurrency)))
+    def cell(rows: dict, c: int) -> str:
+        row = rows.get(str(c))
+        return f"{row['rps']:>14.0f}{row['median_ms']:>11.2f}" if row else f"{'failed':>14}{'':>11}"
+
     for label, rows in report.items():
-        print(f"{label:20}" + "".join(f"{rows[str(c)]['rps']:>14.0f}{rows[str(c)]['median_ms']:>11.2f}"
-                                      for c in args.concurrency))
+        print(f"{label:20}" + "".join(cell(rows, c) for c in args.concurrency))
     direct = report["direct"]
     for label in report:
         if label != "direct":
             shares = ", ".join(f"c={c}: {report[label][str(c)]['rps'] / direct[str(c)]['rps']:.0%}"
-                               for c in args.concurrency)
+                               for c in args.concurrency if str(c) in report[label] and str(c) in direct)
             print(f"{label} throughput as a share of direct: {shares}")
     return 0
 
