@@ -260,7 +260,7 @@ async def run(args: argparse.Namespace) -> dict:
                     # A peer that stops answering must cost its row, not the whole run.
                     result = await asyncio.wait_for(load(target.url, concurrency, args.duration, args.warmup),
                                                     args.duration + args.warmup + 30)
-                except (Exception, asyncio.TimeoutError) as exc:
+                except Exception as exc:  # asyncio.TimeoutError included (it is TimeoutError)
                     failed[target.label] = f"{type(exc).__name__}: {exc}"
                     print(f"c={concurrency:<3} {target.label:20} FAILED ({failed[target.label]}); its row is left out",
                           file=sys.stderr, flush=True)
@@ -289,6 +289,7 @@ def main() -> int:
         return 0
     print()
     print(f"{'':20}" + "".join(f"{'c=' + c + ' req/s':>14}{'median ms':>11}" for c in map(str, args.concurrency)))
+
     def cell(rows: dict, c: int) -> str:
         row = rows.get(str(c))
         return f"{row['rps']:>14.0f}{row['median_ms']:>11.2f}" if row else f"{'failed':>14}{'':>11}"
