@@ -32,7 +32,7 @@ import httpx2
 import mcp_types as types
 from httpx2 import EventSource
 from mcp.client.sse import sse_client
-from mcp.client.streamable_http import StreamableHTTPTransport
+from mcp.client.streamable_http import MCP_SESSION_ID, StreamableHTTPTransport
 from mcp.shared._context_streams import create_context_streams
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.inbound import (
@@ -46,7 +46,11 @@ from mcp.shared.inbound import (
     x_mcp_header_map,
 )
 from mcp.shared.message import ClientMessageMetadata, ServerMessageMetadata, SessionMessage
+from pydantic import ValidationError
 
+from proxy.http_post import HTTPError, PostPool
+from proxy.http_post import eligible as lean_posts_for
+from proxy.sse import SSEDecoder, SSEError
 from proxy.wire import PROTOCOL_VERSION_META_KEY, WatchedReader, meta_of
 
 logger = logging.getLogger("mcp-schema-gate")
@@ -215,28 +219,141 @@ class _TaggingTransport(StreamableHTTPTransport):
             await self._resolve_abandoned_request(ctx.read_stream_writer, request_id,
                                                   "SSE stream ended without a response")
 
+    def __init__(self, url: str, pool: PostPool | None = None) -> None:
+        super().__init__(url)
+        self._pool = pool
+
     async def _handle_post_request(self, ctx) -> None:
-        # The SDK lets a connection error escape the POST task, which tears
-        # the whole transport down and leaves the request unanswered; a relay
-        # answers it (the upstream may be back for the next request).
+        message = ctx.session_message.message
         try:
-            await super()._handle_post_request(ctx)
-        except httpx2.TransportError as exc:
-            message = ctx.session_message.message
+            if self._pool is not None:
+                await self._post_lean(ctx, self._pool)
+            else:
+                await super()._handle_post_request(ctx)
+        except (httpx2.TransportError, HTTPError) as exc:
+            # The SDK lets a connection error escape the POST task, which tears
+            # the whole transport down and leaves the request unanswered; a relay
+            # answers it (the upstream may be back for the next request).
             if isinstance(message, types.JSONRPCRequest):
                 await self._resolve_abandoned_request(
-                    ctx.read_stream_writer, message.id, f"The upstream MCP server is unreachable: {exc!r}",
+                    ctx.read_stream_writer, message.id, f"The upstream MCP server is unreachable: {exc}",
                     code=types.INTERNAL_ERROR,
                 )
+
+    async def _post_lean(self, ctx, pool: PostPool) -> None:
+        """The SDK's `_handle_post_request`, over `PostPool` (see proxy/http_post.py for why).
+
+        Statuses, content types and errors are handled as the SDK does; a
+        redirect is handed back to the SDK's own POST (no body was processed,
+        so sending it again is safe), which follows it within the origin or
+        answers with an error naming the location.
+        """
+        message = ctx.session_message.message
+        headers = self._prepare_headers()
+        if ctx.metadata is not None and ctx.metadata.headers is not None:
+            headers.update(ctx.metadata.headers)
+        body = message.model_dump_json(by_alias=True, exclude_unset=True).encode()
+        response = await pool.post(headers, body)
+        try:
+            status = response.status
+            if 300 <= status < 400:
+                response.close()
+                await super()._handle_post_request(ctx)
+                return
+            request_id = message.id if isinstance(message, types.JSONRPCRequest) else None
+            content_type = response.headers.get("content-type", "").lower()
+            if status == 202:
+                if request_id is not None:
+                    await self._resolve_abandoned_request(ctx.read_stream_writer, request_id,
+                                                          "server answered a request with 202 Accepted",
+                                                          code=types.INVALID_REQUEST)
+                return
+            if status >= 400:
+                if request_id is not None:
+                    await self._send_status_error(ctx, request_id, status, content_type, response)
+                return
+            if self._is_initialization_request(message) and (session_id := response.headers.get(MCP_SESSION_ID)):
+                self.session_id = session_id
+            if request_id is None:
+                return
+            if content_type.startswith("application/json"):
+                await self._lean_json(ctx, request_id, response)
+            elif content_type.startswith("text/event-stream"):
+                await self._lean_sse(ctx, request_id, response)
+            else:
+                await self._resolve_abandoned_request(ctx.read_stream_writer, request_id,
+                                                      f"Unexpected content type: {content_type}",
+                                                      code=types.INVALID_REQUEST)
+        finally:
+            response.close()
+
+    async def _send_status_error(self, ctx, request_id: Any, status: int, content_type: str, response: Any) -> None:
+        if content_type.startswith("application/json"):
+            # A JSON-RPC error in the body of a non-2xx answer is the real answer.
+            try:
+                parsed = types.jsonrpc_message_adapter.validate_json(await response.read(), by_name=False)
+            except ValidationError:
+                parsed = None
+            if isinstance(parsed, types.JSONRPCError):
+                await ctx.read_stream_writer.send(
+                    SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id, error=parsed.error)))
+                return
+        if status == 404:
+            error = (types.ErrorData(code=types.METHOD_NOT_FOUND, message="Not Found") if self.session_id is None
+                     else types.ErrorData(code=types.INVALID_REQUEST, message="Session terminated"))
+        else:
+            error = types.ErrorData(code=types.INTERNAL_ERROR, message="Server returned an error response")
+        await ctx.read_stream_writer.send(SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error)))
+
+    async def _lean_json(self, ctx, request_id: Any, response: Any) -> None:
+        try:
+            message = types.jsonrpc_message_adapter.validate_json(await response.read(), by_name=False)
+        except ValidationError as exc:
+            error = types.ErrorData(code=types.PARSE_ERROR, message=f"Failed to parse JSON response: {exc}")
+            message = types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error)
+        await ctx.read_stream_writer.send(SessionMessage(message))
+
+    async def _lean_sse(self, ctx, request_id: Any, response: Any) -> None:
+        """Events until the reply, then the rest of the body (so the connection is reused), as `_handle_sse_response`."""
+        decoder = SSEDecoder(self.max_sse_event_size)
+        callback = ctx.metadata.on_resumption_token_update if ctx.metadata else None
+        last_event_id: str | None = None
+        retry_interval_ms: int | None = None
+        chunks = aiter(response.chunks())
+        try:
+            async for chunk in chunks:
+                for sse in decoder.feed(chunk):
+                    if sse.id:
+                        last_event_id = sse.id
+                    if sse.retry is not None:
+                        retry_interval_ms = sse.retry
+                    if await self._handle_sse_event(sse, ctx.read_stream_writer, original_request_id=request_id,
+                                                    resumption_callback=callback):
+                        with anyio.move_on_after(DRAIN_SECONDS):
+                            async for _ in chunks:
+                                pass
+                        return
+        except SSEError as exc:
+            await self._resolve_abandoned_request(ctx.read_stream_writer, request_id, f"SSE stream failed: {exc}")
+            return
+        except HTTPError:
+            logger.debug("SSE stream ended", exc_info=True)
+        if last_event_id is not None:
+            await self._handle_reconnection(ctx, last_event_id, retry_interval_ms)
+        else:
+            await self._resolve_abandoned_request(ctx.read_stream_writer, request_id,
+                                                  "SSE stream ended without a response")
 
 
 @asynccontextmanager
 async def _streamable_http(url: str, headers: dict[str, str] | None) -> AsyncIterator[tuple[Any, Any]]:
     """`mcp.client.streamable_http.streamable_http_client`, with `_TaggingTransport` in it."""
     client = create_mcp_http_client(headers=headers)
-    transport = _TaggingTransport(url)
+    transport = _TaggingTransport(url, PostPool(url, headers) if lean_posts_for(url) else None)
     async with contextlib.AsyncExitStack() as stack:
         await stack.enter_async_context(client)
+        if transport._pool is not None:
+            stack.callback(transport._pool.close)
         read_stream_writer, read_stream = create_context_streams[SessionMessage | Exception](0)
         write_stream, write_stream_reader = create_context_streams[SessionMessage](0)
         async with read_stream_writer, read_stream, write_stream, write_stream_reader, anyio.create_task_group() as tg:
