@@ -53,6 +53,7 @@ class _Connection(asyncio.Protocol):
         self.h11 = h11.Connection(h11.CLIENT)
         self.transport: asyncio.Transport | None = None
         self.lost = False
+        self.eof = False
         self.error: BaseException | None = None
         self.idle_since = 0.0
         self._wakeup: asyncio.Future | None = None
@@ -70,6 +71,7 @@ class _Connection(asyncio.Protocol):
         self._wake()
 
     def eof_received(self) -> bool:
+        self.eof = True
         self.h11.receive_data(b"")
         self._wake()
         return False  # close the transport
@@ -97,6 +99,8 @@ class _Connection(asyncio.Protocol):
             try:
                 event = self.h11.next_event()
             except h11.RemoteProtocolError as exc:
+                if self.eof or self.lost:  # h11's word for a body or head cut short by the peer's close
+                    raise HTTPError("the upstream closed the connection mid-response") from exc
                 raise HTTPError(f"the upstream broke HTTP/1.1: {exc}") from exc
             if event is not h11.NEED_DATA:
                 return event
@@ -186,7 +190,12 @@ class PostPool:
         conn.transport.write(data)
         try:
             while True:
-                event = await conn.next_event()
+                try:
+                    event = await conn.next_event()
+                except HTTPError as exc:
+                    if conn.eof or conn.lost:
+                        raise HTTPError("the upstream closed the connection without answering") from exc
+                    raise
                 if isinstance(event, h11.Response):
                     return Response(self, conn, event)
                 if isinstance(event, h11.ConnectionClosed):

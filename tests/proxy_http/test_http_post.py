@@ -1,0 +1,303 @@
+"""The lean POST path (proxy/http_post.py) against a scripted HTTP server on 127.0.0.1.
+
+The pool: keep-alive reuse, dead and stale connections never reused, a broken
+response is an error and not a hang. The transport (`_TaggingTransport` with
+a pool): each status and content type answered as the SDK's own POST would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from contextlib import asynccontextmanager
+
+import anyio
+import h11
+import mcp_types as types
+import pytest
+from mcp.shared.message import ServerMessageMetadata, SessionMessage
+
+from proxy import http_post
+from proxy.http_post import HTTPError, PostPool, eligible
+from proxy.http_upstream import _streamable_http
+
+
+class Scripted:
+    """An HTTP/1.1 server whose every answer is `respond(request_head, body, connection_number)` -> raw bytes.
+
+    The bytes are written as they are, so a test can send what h11 would refuse to
+    (a body cut short, a 1xx); an answer of None closes the connection unanswered.
+    """
+
+    def __init__(self, respond: Callable[[h11.Request, bytes, int], bytes | None]) -> None:
+        self.respond = respond
+        self.connections = 0
+        self.requests: list[tuple[h11.Request, bytes]] = []
+        self.writers: list[asyncio.StreamWriter] = []
+        self.tasks: set[asyncio.Task] = set()
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.tasks.add(asyncio.current_task())
+        self.connections += 1
+        number = self.connections
+        self.writers.append(writer)
+        conn = h11.Connection(h11.SERVER)
+        try:
+            while True:
+                head, body = None, b""
+                while True:
+                    event = conn.next_event()
+                    if event is h11.NEED_DATA:
+                        data = await reader.read(65536)
+                        conn.receive_data(data)
+                        if not data and conn.their_state is h11.IDLE:
+                            return
+                    elif isinstance(event, h11.Request):
+                        head = event
+                    elif isinstance(event, h11.Data):
+                        body += event.data
+                    elif isinstance(event, h11.EndOfMessage):
+                        break
+                    else:
+                        return
+                self.requests.append((head, body))
+                answer = self.respond(head, body, number)
+                if answer is None:
+                    return
+                writer.write(answer)
+                await writer.drain()
+                if b"connection: close" in answer.lower():
+                    return
+                conn = h11.Connection(h11.SERVER)  # the scripted answer bypassed this one's state machine
+        except (ConnectionError, h11.RemoteProtocolError):
+            pass
+        except asyncio.CancelledError:
+            pass  # the test is over (3.11's start_server would log a cancelled handler as an error)
+        finally:
+            writer.close()
+
+
+@asynccontextmanager
+async def scripted(respond):
+    server_state = Scripted(respond)
+    server = await asyncio.start_server(server_state.handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        yield server_state, f"http://127.0.0.1:{port}/mcp"
+    finally:
+        for writer in server_state.writers:
+            writer.close()
+        server.close()
+        for task in server_state.tasks:
+            task.cancel()
+        await asyncio.gather(*server_state.tasks, return_exceptions=True)
+
+
+def answer(status: int = 200, body: bytes = b"{}", content_type: str = "application/json", *extra: str) -> bytes:
+    head = [f"HTTP/1.1 {status} X", f"content-type: {content_type}", f"content-length: {len(body)}", *extra]
+    return ("\r\n".join(head) + "\r\n\r\n").encode() + body
+
+
+def chunked(*parts: bytes, content_type: str = "text/event-stream") -> bytes:
+    head = f"HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ntransfer-encoding: chunked\r\n\r\n".encode()
+    return head + b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in parts) + b"0\r\n\r\n"
+
+
+# ---- the pool ---------------------------------------------------------------------------------
+
+
+async def test_a_connection_is_kept_alive_and_the_request_goes_out_whole() -> None:
+    async with scripted(lambda head, body, n: answer(body=body)) as (server, url):
+        pool = PostPool(url, {"Authorization": "Bearer t"})
+        for text in (b'{"a":1}', b'{"b":"\xc3\xa9"}'):
+            response = await pool.post({"X-One": "1"}, text)
+            assert (response.status, await response.read()) == (200, text)
+        pool.close()
+    assert server.connections == 1
+    head, _ = server.requests[0]
+    headers = dict(head.headers)
+    assert head.method == b"POST" and head.target == b"/mcp"
+    assert headers[b"host"] == url.split("/")[2].encode()
+    assert headers[b"authorization"] == b"Bearer t" and headers[b"x-one"] == b"1"
+
+
+async def test_a_chunked_body_arrives_whole_and_an_informational_answer_is_skipped() -> None:
+    reply = b"HTTP/1.1 100 Continue\r\n\r\n" + chunked(b"ab", b"cd", content_type="text/plain")
+    async with scripted(lambda head, body, n: reply) as (server, url):
+        pool = PostPool(url)
+        response = await pool.post({}, b"{}")
+        assert response.status == 200 and response.headers["content-type"] == "text/plain"
+        assert await response.read() == b"abcd"
+        response = await pool.post({}, b"{}")  # the connection went back to the pool after the last chunk
+        assert await response.read() == b"abcd"
+        pool.close()
+    assert server.connections == 1
+
+
+async def test_a_connection_the_server_closed_is_not_reused() -> None:
+    async with scripted(lambda head, body, n: answer()) as (server, url):
+        pool = PostPool(url)
+        await (await pool.post({}, b"{}")).read()
+        for writer in server.writers:
+            writer.close()
+        await anyio.sleep(0.1)  # the close reaches the client's protocol
+        assert (await pool.post({}, b"{}")).status == 200
+        pool.close()
+    assert server.connections == 2
+
+
+async def test_an_idle_connection_past_its_age_is_not_reused(monkeypatch) -> None:
+    monkeypatch.setattr(http_post, "MAX_IDLE_SECONDS", 0.05)
+    async with scripted(lambda head, body, n: answer()) as (server, url):
+        pool = PostPool(url)
+        await (await pool.post({}, b"{}")).read()
+        await anyio.sleep(0.1)
+        await (await pool.post({}, b"{}")).read()
+        pool.close()
+    assert server.connections == 2
+
+
+async def test_an_abandoned_body_or_connection_close_retires_the_connection() -> None:
+    async with scripted(lambda head, body, n: chunked(b"x" * 10, b"y")
+                        if n == 1 else answer(200, b"{}", "application/json", "Connection: close")) as (server, url):
+        pool = PostPool(url)
+        response = await pool.post({}, b"{}")
+        async for _ in response.chunks():
+            break
+        response.close()  # the rest of the body is never read: that connection is unusable
+        for _ in range(2):
+            await (await pool.post({}, b"{}")).read()
+        pool.close()
+    assert server.connections == 3  # the abandoned one, then one per "Connection: close" answer
+
+
+async def test_a_response_cut_short_is_an_error_not_a_hang() -> None:
+    cut = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{\"partial"
+    async with scripted(lambda head, body, n: cut if n == 1 else None) as (server, url):
+        pool = PostPool(url)
+        response = await pool.post({}, b"{}")
+        server.writers[0].close()
+        with anyio.fail_after(5), pytest.raises(HTTPError, match="closed the connection mid-response"):
+            await response.read()
+        with anyio.fail_after(5), pytest.raises(HTTPError, match="without answering"):
+            await pool.post({}, b"{}")  # the server hangs up before answering
+        pool.close()
+
+
+async def test_nothing_listening_is_an_error_naming_the_address() -> None:
+    sock = __import__("socket").socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()  # nothing listens on it now
+    with pytest.raises(HTTPError, match=f"cannot connect to 127.0.0.1:{port}"):
+        await PostPool(f"http://127.0.0.1:{port}/mcp").post({}, b"{}")
+
+
+def test_only_plain_http_without_a_proxy_takes_the_lean_path(monkeypatch) -> None:
+    for name in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    assert eligible("http://127.0.0.1:8000/mcp")
+    assert not eligible("https://hub.example/mcp")
+    monkeypatch.setenv("http_proxy", "http://proxy.internal:3128")
+    assert not eligible("http://hub.example/mcp")
+    monkeypatch.setenv("no_proxy", "hub.example")
+    assert eligible("http://hub.example/mcp")
+
+
+# ---- the transport: the SDK's answers for each status, over the pool ---------------------------
+
+
+def request(request_id, method="tools/call", params=None) -> SessionMessage:
+    return SessionMessage(types.JSONRPCRequest(jsonrpc="2.0", id=request_id, method=method,
+                                               params=params or {"name": "echo", "arguments": {}}))
+
+
+async def exchange(url: str, *messages: SessionMessage, expect: int = 1) -> list[SessionMessage]:
+    received: list[SessionMessage] = []
+    with anyio.fail_after(10):
+        async with _streamable_http(url, None) as (read_stream, write_stream):
+            for message in messages:
+                await write_stream.send(message)
+            while len(received) < expect:
+                item = await read_stream.receive()
+                assert isinstance(item, SessionMessage), item
+                received.append(item)
+    return received
+
+
+def sse(*messages: dict, event_id: str | None = None) -> bytes:
+    prefix = f"id: {event_id}\n" if event_id else ""
+    return b"".join(f"{prefix}event: message\ndata: {json.dumps(m)}\n\n".encode() for m in messages)
+
+
+@pytest.mark.parametrize(("reply", "code", "text"), [
+    (answer(202, b""), types.INVALID_REQUEST, "202 Accepted"),
+    (answer(500, b"oops", "text/plain"), types.INTERNAL_ERROR, "error response"),
+    (answer(404, b""), types.METHOD_NOT_FOUND, "Not Found"),  # no session yet: the method is unknown
+    (answer(400, json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32602, "message": "bad"}}).encode()),
+     -32602, "bad"),
+    (answer(200, b"hello", "text/plain"), types.INVALID_REQUEST, "Unexpected content type: text/plain"),
+    (answer(200, b"{not json"), types.PARSE_ERROR, "Failed to parse JSON response"),
+    (chunked(b": only a comment\n\n"), types.CONNECTION_CLOSED, "ended without a response"),
+    (chunked(b"data: " + b"x" * (2 << 20) + b"\n\n"), types.CONNECTION_CLOSED, "SSE stream failed"),
+])
+async def test_each_answer_to_a_request_becomes_the_sdk_error_for_it(reply, code, text) -> None:
+    async with scripted(lambda head, body, n: reply) as (_, url):
+        (item,) = await exchange(url, request(7))
+    assert isinstance(item.message, types.JSONRPCError)
+    assert item.message.id == 7 and item.message.error.code == code and text in item.message.error.message
+
+
+async def test_an_sse_answer_tags_its_notifications_and_the_connection_is_reused() -> None:
+    def respond(head, body, n):
+        call = json.loads(body)
+        progress = {"jsonrpc": "2.0", "method": "notifications/progress",
+                    "params": {"progressToken": "p", "progress": 1}}
+        return chunked(sse(progress), sse({"jsonrpc": "2.0", "id": call["id"], "result": {"content": []}}))
+
+    async with scripted(respond) as (server, url):
+        items = await exchange(url, request(1), expect=2)
+        items += await exchange(url, request(2), expect=2)
+    notes = [i for i in items if isinstance(i.message, types.JSONRPCNotification)]
+    replies = [i.message.id for i in items if isinstance(i.message, types.JSONRPCResponse)]
+    assert sorted(replies) == [1, 2]
+    assert [n.metadata.related_request_id for n in notes if isinstance(n.metadata, ServerMessageMetadata)] == [1, 2]
+    assert server.connections == 2  # one per session: each session's second use would reuse it
+    assert all(json.loads(body)["jsonrpc"] == "2.0" for _, body in server.requests)
+
+
+async def test_a_redirect_is_handed_to_the_sdk_which_follows_it_within_the_origin() -> None:
+    def respond(head, body, n):
+        if head.target == b"/mcp":
+            return answer(307, b"", "text/plain", "location: /mcp/")
+        return answer(200, json.dumps({"jsonrpc": "2.0", "id": json.loads(body)["id"], "result": {}}).encode())
+
+    async with scripted(respond) as (server, url):
+        (item,) = await exchange(url, request(3))
+    assert isinstance(item.message, types.JSONRPCResponse) and item.message.id == 3
+    # the lean POST met the redirect and handed the message to the SDK, whose POST follows it
+    assert [head.target for head, _ in server.requests] == [b"/mcp", b"/mcp", b"/mcp/"]
+
+
+async def test_a_session_id_from_initialize_goes_on_every_later_post_and_the_delete() -> None:
+    def respond(head, body, n):
+        if head.method == b"DELETE":
+            return answer(200, b"")
+        message = json.loads(body)
+        if "id" not in message:
+            return answer(202, b"")
+        extra = ("mcp-session-id: s-42",) if message.get("method") == "initialize" else ()
+        return answer(200, json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": {}}).encode(),
+                      "application/json", *extra)
+
+    initialize = request(0, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                           "clientInfo": {"name": "t", "version": "0"}})
+    async with scripted(respond) as (server, url):
+        with anyio.fail_after(10):
+            async with _streamable_http(url, None) as (read_stream, write_stream):
+                for message in (initialize, request(1, "tools/list", {})):
+                    await write_stream.send(message)
+                    assert isinstance((await read_stream.receive()).message, types.JSONRPCResponse)
+    sessions = [(head.method, dict(head.headers).get(b"mcp-session-id")) for head, _ in server.requests]
+    assert sessions == [(b"POST", None), (b"POST", b"s-42"), (b"DELETE", b"s-42")]
