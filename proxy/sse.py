@@ -35,6 +35,8 @@ class SSEDecoder:
 
     def feed(self, chunk: bytes) -> Iterator[ServerSentEvent]:
         text = self._text.decode(chunk)
+        if not text:  # an empty chunk, or half a character: nothing to say about a pending CR yet
+            return
         if self._cr and text.startswith("\n"):
             text = text[1:]
         self._cr = text.endswith("\r")

@@ -3,6 +3,8 @@
 All in one run, on 127.0.0.1, with ports the OS picks:
   direct             the benchmark server (the SDK's lowlevel Server, one `echo` tool) served over
                      Streamable HTTP by the SDK's StreamableHTTPSessionManager
+  direct json        the same server with json_response=True (one JSON body per request POST): the
+                     like-for-like baseline for the gate's --json-response rows
   gate -> http       `python -m proxy --listen http://127.0.0.1:0 --upstream <direct>/mcp`
   fastmcp -> http    FastMCP's `create_proxy(<direct>/mcp)` served over Streamable HTTP (if fastmcp imports)
   gate json -> http  the same with --json-response (one JSON body per request POST, as mcp-proxy answers)
@@ -50,7 +52,7 @@ async def list_tools(ctx, params): return types.ListToolsResult(tools=[TOOL])
 async def call_tool(ctx, params):
     return types.CallToolResult(content=[types.TextContent(type="text", text=params.arguments["text"])])
 server = Server("bench", on_list_tools=list_tools, on_call_tool=call_tool)
-manager = StreamableHTTPSessionManager(server)
+manager = StreamableHTTPSessionManager(server, json_response=sys.argv[1:] == ["json"])
 async def app(scope, receive, send):
     if scope["type"] == "lifespan":
         message = await receive()
@@ -231,7 +233,8 @@ async def run(args: argparse.Namespace) -> dict:
     direct_url = upstream.start()
     stdio_server = [python, "-c", SERVER]
     gate = [python, "-m", "proxy", "--quiet", "--listen", "http://127.0.0.1:0"]
-    targets = [Target("gate -> http", [*gate, "--upstream", direct_url]),
+    targets = [Target("direct json", [python, "-c", HTTP_SERVER, "json"]),
+               Target("gate -> http", [*gate, "--upstream", direct_url]),
                Target("gate json -> http", [*gate, "--json-response", "--upstream", direct_url])]
     try:
         import fastmcp  # noqa: F401
@@ -296,12 +299,15 @@ def main() -> int:
 
     for label, rows in report.items():
         print(f"{label:20}" + "".join(cell(rows, c) for c in args.concurrency))
-    direct = report["direct"]
     for label in report:
-        if label != "direct":
-            shares = ", ".join(f"c={c}: {report[label][str(c)]['rps'] / direct[str(c)]['rps']:.0%}"
-                               for c in args.concurrency if str(c) in report[label] and str(c) in direct)
-            print(f"{label} throughput as a share of direct: {shares}")
+        baselines = ["direct"] + (["direct json"] if " json " in label and "direct json" in report else [])
+        for baseline in baselines:
+            if label in baselines:
+                continue
+            base = report[baseline]
+            shares = ", ".join(f"c={c}: {report[label][str(c)]['rps'] / base[str(c)]['rps']:.0%}"
+                               for c in args.concurrency if str(c) in report[label] and str(c) in base)
+            print(f"{label} throughput as a share of {baseline}: {shares}")
     return 0
 
 

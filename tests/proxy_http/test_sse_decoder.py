@@ -26,7 +26,15 @@ def _tuple(sse: httpx2.ServerSentEvent) -> Event:
 
 
 def reference(data: bytes) -> list[Event]:
-    """What httpx2's EventSource yields for the whole body (one Response, iterated synchronously)."""
+    """What httpx2's EventSource yields for the whole body (one Response, iterated synchronously).
+
+    One departure: httpx2 turns a CR that ends the body into a line end plus an
+    empty line, and so dispatches an event no empty line ended (for CRLF or LF
+    it does not). The standard discards an event the body ends inside, as
+    SSEDecoder does, so the oracle sees such a CR as the CRLF it is equal to.
+    """
+    if data.endswith(b"\r"):
+        data += b"\n"
     response = httpx2.Response(
         200,
         headers={"content-type": "text/event-stream"},
@@ -125,7 +133,6 @@ def test_agrees_with_httpx2_event_source_on_generated_chunked_streams(stream: tu
         [b"data: a\n\n", b"data: b\n"],
         # Found by the differential test, kept here so a regression names itself:
         [b"data: a\r", b"", b"\ndata: b\n\n"],  # an empty chunk between the CR and the LF of one line end
-        [b"data: a\r"],  # the body ends in a CR that ends a non-empty line
     ],
 )
 def test_agrees_with_httpx2_event_source_on(chunks: list[bytes]) -> None:
@@ -159,6 +166,7 @@ def test_event_not_terminated_by_an_empty_line_is_not_yielded() -> None:
     assert decode([b"data: a\n\n", b"data: b\n"]) == [("message", "a", "", None)]
     assert decode([b"data: a\n\n", b"data: b"]) == [("message", "a", "", None)]
     assert decode([b"data: a\r\n"]) == []
+    assert decode([b"data: a\r"]) == []  # httpx2 dispatches this one (see reference()); the standard does not
 
 
 # --- max_event_size -----------------------------------------------------------------------------
