@@ -8,6 +8,7 @@ All in one run, on 127.0.0.1, with ports the OS picks:
   gate -> http       `python -m proxy --listen http://127.0.0.1:0 --upstream <direct>/mcp`
   fastmcp -> http    FastMCP's `create_proxy(<direct>/mcp)` served over Streamable HTTP (if fastmcp imports)
   gate json -> http  the same with --json-response (one JSON body per request POST, as mcp-proxy answers)
+  gate json -> http json  the gate with --json-response in front of "direct json"
   gate -> stdio      `python -m proxy --listen http://127.0.0.1:0 -- <the same server on stdio>`
   gate json -> stdio the same with --json-response
   mcp-proxy -> stdio `mcp-proxy --port P -- <the same server on stdio>` (with --mcp-proxy PATH: mcp-proxy
@@ -233,9 +234,12 @@ async def run(args: argparse.Namespace) -> dict:
     direct_url = upstream.start()
     stdio_server = [python, "-c", SERVER]
     gate = [python, "-m", "proxy", "--quiet", "--listen", "http://127.0.0.1:0"]
-    targets = [Target("direct json", [python, "-c", HTTP_SERVER, "json"]),
+    direct_json = Target("direct json", [python, "-c", HTTP_SERVER, "json"])
+    direct_json_url = direct_json.start()
+    targets = [direct_json,
                Target("gate -> http", [*gate, "--upstream", direct_url]),
-               Target("gate json -> http", [*gate, "--json-response", "--upstream", direct_url])]
+               Target("gate json -> http", [*gate, "--json-response", "--upstream", direct_url]),
+               Target("gate json -> http json", [*gate, "--json-response", "--upstream", direct_json_url])]
     try:
         import fastmcp  # noqa: F401
 
@@ -252,7 +256,8 @@ async def run(args: argparse.Namespace) -> dict:
     failed: dict[str, str] = {}
     try:
         for target in targets:
-            target.start()
+            if target.process is None:
+                target.start()
         if args.mcp_proxy:
             await asyncio.sleep(3)  # mcp-proxy does not announce readiness on stderr
         for concurrency in args.concurrency:
@@ -265,12 +270,12 @@ async def run(args: argparse.Namespace) -> dict:
                                                     args.duration + args.warmup + 30)
                 except Exception as exc:  # asyncio.TimeoutError included (it is TimeoutError)
                     failed[target.label] = f"{type(exc).__name__}: {exc}"
-                    print(f"c={concurrency:<3} {target.label:20} FAILED ({failed[target.label]}); its row is left out",
+                    print(f"c={concurrency:<3} {target.label:24} FAILED ({failed[target.label]}); its row is left out",
                           file=sys.stderr, flush=True)
                     continue
                 report.setdefault(target.label, {})[str(concurrency)] = result
                 if not args.json:
-                    print(f"c={concurrency:<3} {target.label:20} {result['rps']:8.0f} req/s  median "
+                    print(f"c={concurrency:<3} {target.label:24} {result['rps']:8.0f} req/s  median "
                           f"{result['median_ms']:7.2f} ms  p99 {result['p99_ms']:7.2f} ms", flush=True)
     finally:
         for target in [*targets, upstream]:
@@ -291,14 +296,14 @@ def main() -> int:
         print(json.dumps(report, indent=2))
         return 0
     print()
-    print(f"{'':20}" + "".join(f"{'c=' + c + ' req/s':>14}{'median ms':>11}" for c in map(str, args.concurrency)))
+    print(f"{'':24}" + "".join(f"{'c=' + c + ' req/s':>14}{'median ms':>11}" for c in map(str, args.concurrency)))
 
     def cell(rows: dict, c: int) -> str:
         row = rows.get(str(c))
         return f"{row['rps']:>14.0f}{row['median_ms']:>11.2f}" if row else f"{'failed':>14}{'':>11}"
 
     for label, rows in report.items():
-        print(f"{label:20}" + "".join(cell(rows, c) for c in args.concurrency))
+        print(f"{label:24}" + "".join(cell(rows, c) for c in args.concurrency))
     for label in report:
         baselines = ["direct"] + (["direct json"] if " json " in label and "direct json" in report else [])
         for baseline in baselines:
