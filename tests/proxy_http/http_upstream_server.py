@@ -57,9 +57,25 @@ def app() -> Starlette:
         async with manager.run():
             yield
 
+    async def streamable(scope, receive, send) -> None:
+        if scope["type"] != "http" or scope["method"] != "DELETE":
+            await manager.handle_request(scope, receive, send)
+            return
+        # A session's end, as the upstream sees it: which session, and what it answered.
+        session = dict(scope["headers"]).get(b"mcp-session-id", b"").decode()
+        status: list[int] = []
+
+        async def recording_send(message) -> None:
+            if message["type"] == "http.response.start":
+                status.append(message["status"])
+            await send(message)
+
+        await manager.handle_request(scope, receive, recording_send)
+        record({"event": "delete", "session": session, "status": status[0] if status else None})
+
     return Starlette(
         routes=[
-            Mount("/mcp", app=manager.handle_request),
+            Mount("/mcp", app=streamable),
             Route("/sse", endpoint=handle_sse, methods=["GET"]),
             Mount("/messages/", app=sse.handle_post_message),
         ],

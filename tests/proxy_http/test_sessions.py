@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from tests.proxy.conftest import calls, pid_alive, records, wait_until
-from tests.proxy_http.conftest import client_for, eventually, http_gate
+from tests.proxy_http.conftest import client_for, eventually, http_gate, http_upstream, upstream_url
 
 SESSIONS = 20
 
@@ -106,6 +106,27 @@ async def test_client_gone_or_idle_ends_the_upstream_child(record: Path, kind: s
         assert wait_until(lambda: not pid_alive(pid), timeout=15)
         if kind == "http":
             assert await eventually(lambda: b"idle for 1.0s, closed" in proc.stderr, timeout=5), proc.stderr
+
+
+@pytest.mark.parametrize("listen", ["sse", "http", "idle"])
+async def test_a_session_end_deletes_its_streamable_http_upstream_session(record: Path, listen: str) -> None:
+    """The client leaves (SSE: drops the stream; http: DELETE; idle: walks away) -> the gate DELETEs upstream."""
+    kind = "http" if listen == "idle" else listen
+    async with http_upstream(record) as base, http_gate(record, kind, upstream_url(base, "http"),
+                                                         "--idle-timeout", "1") as (url, proc):
+        if listen == "idle":
+            from tests.proxy_http.conftest import raw_client
+            from tests.proxy_http.test_streams import open_raw_session
+
+            async with raw_client() as http:
+                await open_raw_session(http, url)
+        else:
+            async with client_for(kind, url) as client:
+                assert (await client.call_tool("echo", {"text": "x"})).content[0].text == "x"
+        assert await eventually(lambda: len(records(record, "delete")) == 1, timeout=15), proc.stderr
+    (delete,) = records(record, "delete")
+    assert delete["session"] and delete["status"] in (200, 204), delete
+    assert len(records(record, "delete")) == 1  # exactly one: the gate ends each upstream session once
 
 
 @pytest.mark.parametrize("upstream_kind", ["sse", "http"])
