@@ -64,6 +64,8 @@ class GuardHooks:
                 return await self._on_call(relay, inner)
             if method == "tools/list":
                 self._list_ids.add(id_key(inner.id))
+            elif method == "subscriptions/listen":
+                relay.standing(inner.id)  # its answer is the end of the stream: no reason to wait for it at exit
             return False
         if isinstance(inner, types.JSONRPCNotification):
             if inner.method == "notifications/initialized":

@@ -64,6 +64,10 @@ class Relay:
         self._hooks = hooks
         # Client requests not yet answered, by id_key -> the id as sent.
         self._unanswered: dict[tuple[bool, Any], Any] = {}
+        # Of those, the standing ones (a stream a request opens, answered only when
+        # it ends) do not hold the shutdown drain open; they are still answered if
+        # the upstream dies.
+        self._standing: set[tuple[bool, Any]] = set()
         self._drained = anyio.Event()
         self._own_prefix = f"mcp-schema-gate-{uuid.uuid4().hex}-"
         self._own_ids = itertools.count(1)
@@ -103,9 +107,20 @@ class Relay:
 
     def forget(self, request_id: Any) -> None:
         """The client request needs no answer any more (answered, or cancelled before forwarding)."""
-        self._unanswered.pop(id_key(request_id), None)
-        if not self._unanswered:
+        key = id_key(request_id)
+        self._unanswered.pop(key, None)
+        self._standing.discard(key)
+        if self._settled():
             self._drained.set()
+
+    def standing(self, request_id: Any) -> None:
+        """The client request opens a stream that lasts until either side ends it (see __init__)."""
+        self._standing.add(id_key(request_id))
+        if self._settled():
+            self._drained.set()
+
+    def _settled(self) -> bool:
+        return self._unanswered.keys() <= self._standing
 
     def is_own_id(self, request_id: Any) -> bool:
         return isinstance(request_id, str) and request_id.startswith(self._own_prefix)
@@ -161,7 +176,7 @@ class Relay:
                 await self._pump_client()
                 # Give requests already sent their answers, then stop.
                 with anyio.move_on_after(DRAIN_TIMEOUT):
-                    if self._unanswered:
+                    if not self._settled():
                         self._drained = anyio.Event()
                         await self._drained.wait()
                 tg.cancel_scope.cancel()

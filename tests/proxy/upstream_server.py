@@ -94,6 +94,10 @@ async def call_tool(ctx, params: types.CallToolRequestParams):
     if name == "flip":
         STATE["mutable_revision"] = 2 if STATE["mutable_revision"] == 1 else 1
         await ctx.session.send_tool_list_changed()
+        if LISTEN_BUS is not None:  # 2026-07-28: the change travels on subscriptions/listen streams
+            from mcp.shared.subscriptions import ToolsListChanged
+
+            await LISTEN_BUS.publish(ToolsListChanged())
         return text(f"mutable is now revision {STATE['mutable_revision']}")
     if name == "slow":
         try:
@@ -178,7 +182,20 @@ async def record_traffic(ctx, call_next):
     return await call_next(ctx)
 
 
+# UPSTREAM_LISTEN=1: serve 2026-07-28 `subscriptions/listen` (the SDK's ListenHandler).
+LISTEN_BUS = None
+if os.environ.get("UPSTREAM_LISTEN") == "1":
+    from mcp.server.subscriptions import InMemorySubscriptionBus
+
+    LISTEN_BUS = InMemorySubscriptionBus()
+
+
 def build() -> Server:
+    listen: dict = {}
+    if LISTEN_BUS is not None:
+        from mcp.server.subscriptions import ListenHandler
+
+        listen["on_subscriptions_listen"] = ListenHandler(LISTEN_BUS)
     server = Server(
         "proxy-test-upstream",
         version="1.0.0",
@@ -189,6 +206,7 @@ def build() -> Server:
         on_list_prompts=list_prompts,
         on_get_prompt=get_prompt,
         on_set_logging_level=set_level,
+        **listen,
     )
     server.middleware.append(record_traffic)
     return server

@@ -157,3 +157,57 @@ async def test_2026_07_28_works_end_to_end(record: Path, listen_kind: str, upstr
     if upstream_kind != "stdio":
         expected.append(("regional", {"region": "eu-west 1"}))
     assert [(c["name"], c["arguments"]) for c in calls(record)] == expected
+
+
+ENVELOPE = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+            "io.modelcontextprotocol/clientCapabilities": {}}
+
+
+@pytest.mark.parametrize("upstream_kind", KINDS)
+async def test_2026_07_28_list_changed_on_a_listen_stream_refreshes_the_gate(record: Path, upstream_kind: str) -> None:
+    """At 2026-07-28 a change travels only on `subscriptions/listen`: the gate relists before relaying it.
+
+    The listen request's response is a long-lived stream (toward a Streamable
+    HTTP upstream, one POST whose SSE body stays open); its frames reach the
+    client, and by the time `notifications/tools/list_changed` does, a call
+    valid only under the old schema is refused and never reaches the upstream.
+    """
+    from tests.proxy.conftest import RawSession, _drain_stderr, environment
+
+    def call(request_id: int, name: str, arguments: dict) -> dict:
+        return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                "params": {"name": name, "arguments": arguments, "_meta": ENVELOPE}}
+
+    async with AsyncExitStack() as stack:
+        upstream = None
+        if upstream_kind != "stdio":
+            base = await stack.enter_async_context(http_upstream(record, UPSTREAM_LISTEN="1"))
+            upstream = upstream_url(base, upstream_kind)
+        command = [sys.executable, "-m", "proxy", *gate_args(upstream)]
+        process = await anyio.open_process(command, env=environment(record, UPSTREAM_LISTEN="1"))
+        session = RawSession(process)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_drain_stderr, process, session)
+            await session.send(call(1, "mutable", {"x": 1}))
+            assert (await session.receive_until(lambda m: m.get("id") == 1))[0]["result"]["isError"] is False
+            await session.send({"jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen",
+                                "params": {"notifications": {"toolsListChanged": True}, "_meta": ENVELOPE}})
+            ack, _ = await session.receive_until(lambda m: m.get("method") == "notifications/subscriptions/acknowledged")
+            assert ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "listen-1"
+            await session.send(call(2, "flip", {}))
+            changed, _ = await session.receive_until(lambda m: m.get("method") == "notifications/tools/list_changed",
+                                                     timeout=15)
+            assert changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "listen-1"
+            await session.send(call(3, "mutable", {"x": 1}))
+            stale, _ = await session.receive_until(lambda m: m.get("id") == 3)
+            assert stale["result"]["isError"] and stale["result"]["structuredContent"]["keyword"] == "type"
+            await session.send(call(4, "mutable", {"x": "one"}))
+            fresh, _ = await session.receive_until(lambda m: m.get("id") == 4)
+            assert fresh["result"]["content"][0]["text"] == "mutable got 'one'"
+            await process.stdin.aclose()
+            # The open listen request does not hold the exit for the 10 s answer drain.
+            with anyio.fail_after(5):
+                await process.wait()
+            tg.cancel_scope.cancel()
+    assert [c["arguments"] for c in calls(record) if c["name"] == "mutable"] == [{"x": 1}, {"x": "one"}]
