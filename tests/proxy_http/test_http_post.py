@@ -256,14 +256,18 @@ async def test_an_sse_answer_tags_its_notifications_and_the_connection_is_reused
                     "params": {"progressToken": "p", "progress": 1}}
         return chunked(sse(progress), sse({"jsonrpc": "2.0", "id": call["id"], "result": {"content": []}}))
 
+    items: list[SessionMessage] = []
     async with scripted(respond) as (server, url):
-        items = await exchange(url, request(1), expect=2)
-        items += await exchange(url, request(2), expect=2)
+        with anyio.fail_after(10):
+            async with _streamable_http(url, None) as (read_stream, write_stream):
+                for request_id in (1, 2, 3):  # one after the other: each finds the last one's connection idle
+                    await write_stream.send(request(request_id))
+                    items += [await read_stream.receive(), await read_stream.receive()]
     notes = [i for i in items if isinstance(i.message, types.JSONRPCNotification)]
     replies = [i.message.id for i in items if isinstance(i.message, types.JSONRPCResponse)]
-    assert sorted(replies) == [1, 2]
-    assert [n.metadata.related_request_id for n in notes if isinstance(n.metadata, ServerMessageMetadata)] == [1, 2]
-    assert server.connections == 2  # one per session: each session's second use would reuse it
+    assert replies == [1, 2, 3]
+    assert [n.metadata.related_request_id for n in notes if isinstance(n.metadata, ServerMessageMetadata)] == [1, 2, 3]
+    assert server.connections == 1  # each stream was read to its end, so its connection went back to the pool
     assert all(json.loads(body)["jsonrpc"] == "2.0" for _, body in server.requests)
 
 
