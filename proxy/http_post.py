@@ -91,6 +91,7 @@ class _Connection(asyncio.Protocol):
             not self.lost
             and self.h11.our_state is h11.IDLE
             and self.h11.their_state is h11.IDLE
+            and not self.h11.trailing_data[0]  # bytes nobody asked for: the next response would not be ours
             and time.monotonic() - self.idle_since < MAX_IDLE_SECONDS
         )
 

@@ -147,6 +147,17 @@ async def test_a_connection_the_server_closed_is_not_reused() -> None:
     assert server.connections == 2
 
 
+async def test_a_connection_with_unasked_for_bytes_is_not_reused() -> None:
+    stray = b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nstray"
+    async with scripted(lambda head, body, n: answer(body=body) + (stray if n == 1 else b"")) as (server, url):
+        pool = PostPool(url)
+        assert await (await pool.post({}, b'{"n":1}')).read() == b'{"n":1}'
+        await anyio.sleep(0.1)  # the stray answer arrives while the connection sits in the pool
+        assert await (await pool.post({}, b'{"n":2}')).read() == b'{"n":2}'  # not "stray"
+        pool.close()
+    assert server.connections == 2
+
+
 async def test_an_idle_connection_past_its_age_is_not_reused(monkeypatch) -> None:
     monkeypatch.setattr(http_post, "MAX_IDLE_SECONDS", 0.05)
     async with scripted(lambda head, body, n: answer()) as (server, url):
