@@ -111,3 +111,45 @@ async def test_list_changed_is_forwarded_after_the_new_revision_and_before_later
         assert received == ["notifications/tools/list_changed", "notifications/message"]
         assert seen_at_forward[0]["properties"]["t"] == {"type": "integer"}  # swapped in before forwarding
         tg.cancel_scope.cancel()
+
+
+async def test_a_standing_listen_request_does_not_hold_the_exit_but_is_answered_if_the_upstream_dies() -> None:
+    def streams() -> tuple[Any, Any, Any, Any]:
+        to_c, client_in = anyio.create_memory_object_stream[Any](100)
+        client_out, from_c = anyio.create_memory_object_stream[Any](100)
+        to_u, upstream_in = anyio.create_memory_object_stream[Any](100)
+        upstream_out, from_u = anyio.create_memory_object_stream[Any](100)
+        relay = Relay((client_in, client_out), (upstream_in, upstream_out),
+                      GuardHooks(Catalog(), Gate(), summary=io.StringIO()))
+        return relay, (to_c, from_c), (to_u, from_u)
+
+    listen = {"jsonrpc": "2.0", "id": "L", "method": "subscriptions/listen",
+              "params": {"notifications": {"toolsListChanged": True}}}
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+
+    # The client leaves with a listen request and a ping open: the exit waits for the ping's
+    # answer only (the relay's drain is 10 s; this must finish well inside it).
+    relay, (to_c, from_c), (to_u, from_u) = streams()
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(relay.run)
+            await to_c.send(message(listen))
+            await to_c.send(message(ping))
+            assert (await from_u.receive()).message.id == "L"
+            assert (await from_u.receive()).message.id == 1
+            await to_c.aclose()
+            await anyio.sleep(0.1)
+            assert from_c.statistics().current_buffer_used == 0  # still waiting: the ping is unanswered
+            await to_u.send(message({"jsonrpc": "2.0", "id": 1, "result": {}}))
+    assert (await from_c.receive()).message.id == 1
+
+    # The upstream dies: the standing request gets its error like any other.
+    relay, (to_c, from_c), (to_u, from_u) = streams()
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(relay.run)
+            await to_c.send(message(listen))
+            assert (await from_u.receive()).message.id == "L"
+            await to_u.aclose()
+    reply = (await from_c.receive()).message
+    assert isinstance(reply, types.JSONRPCError) and reply.id == "L" and "exited" in reply.error.message
