@@ -211,3 +211,39 @@ async def test_2026_07_28_list_changed_on_a_listen_stream_refreshes_the_gate(rec
                 await process.wait()
             tg.cancel_scope.cancel()
     assert [c["arguments"] for c in calls(record) if c["name"] == "mutable"] == [{"x": 1}, {"x": "one"}]
+
+
+@pytest.mark.parametrize("upstream_kind", KINDS)
+async def test_2026_07_28_cancellation_reaches_the_upstream(record: Path, upstream_kind: str) -> None:
+    """A cancelled 2026-07-28 call stops upstream; toward Streamable HTTP the SDK transport aborts its POST.
+
+    (At 2026-07-28 closing a request's response stream is its cancellation; the
+    gate's POST runs on its own connection pool, which must close it.)
+    """
+    from tests.proxy.conftest import RawSession, _drain_stderr, environment, records, wait_until
+
+    async with AsyncExitStack() as stack:
+        upstream = None
+        if upstream_kind != "stdio":
+            base = await stack.enter_async_context(http_upstream(record))
+            upstream = upstream_url(base, upstream_kind)
+        process = await anyio.open_process([sys.executable, "-m", "proxy", *gate_args(upstream)],
+                                           env=environment(record))
+        session = RawSession(process)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_drain_stderr, process, session)
+            meta = {**ENVELOPE, "progressToken": "t"}
+            await session.send({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                                "params": {"name": "slow", "arguments": {"steps": 200}, "_meta": meta}})
+            await session.receive_until(lambda m: m.get("method") == "notifications/progress")  # it is running
+            await session.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                "params": {"requestId": 5, "_meta": ENVELOPE}})
+            assert await anyio.to_thread.run_sync(lambda: wait_until(lambda: records(record, "cancelled"), timeout=10))
+            reply = await session.request(6, "tools/call", {"name": "echo", "arguments": {"text": "after"},
+                                                             "_meta": ENVELOPE})
+            assert reply["result"]["content"][0]["text"] == "after"  # the session goes on
+            await process.stdin.aclose()
+            with anyio.fail_after(15):
+                await process.wait()
+            tg.cancel_scope.cancel()
+    assert [c["name"] for c in calls(record)] == ["slow", "echo"]
