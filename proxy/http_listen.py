@@ -46,6 +46,7 @@ from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import Response
 
+from proxy.http_answer import SCOPE_KEY, Answer
 from proxy.sessions import GateSettings, StreamRouter, UpstreamSpec, run_session
 
 logger = logging.getLogger("mcp-schema-gate")
@@ -190,7 +191,7 @@ class GateApp:
             transport = self.sessions.get(session_id)
             if transport is None:
                 return await refusal(404, "Session not found")(scope, receive, send)
-            await transport.handle_request(scope, receive, send)
+            await transport.handle_request(scope, receive, self._answer(scope, send, session_id))
             if transport.is_terminated:
                 self._end(session_id)
             return
@@ -199,8 +200,10 @@ class GateApp:
         if (full := self._full()) is not None:
             return await full(scope, receive, send)
         session_id = uuid4().hex
+        # JSON mode always: each POST's answer becomes an SSE stream only when its
+        # call needs one (proxy/http_answer.py), unless --json-response says never.
         transport = StreamableHTTPServerTransport(mcp_session_id=session_id, idle_timeout=self.listen.idle_timeout,
-                                                  is_json_response_enabled=self.listen.json_response)
+                                                  is_json_response_enabled=True)
         self.sessions[session_id] = transport
         await self._tg.start(self._run_streamable, session_id, transport)
         status: list[int] = []
@@ -210,9 +213,17 @@ class GateApp:
                 status.append(message["status"])
             await send(message)
 
-        await transport.handle_request(scope, receive, watch)
+        await transport.handle_request(scope, receive, self._answer(scope, watch, session_id))
         if not status or status[0] >= 400:
             self._end(session_id)  # no session was established
+
+    def _answer(self, scope: dict, send: Any, session_id: str) -> Any:
+        """The send a request POST's answer goes through (see proxy/http_answer.py)."""
+        if scope["method"] != "POST" or self.listen.json_response:
+            return send
+        answer = Answer(send, session_id)
+        scope[SCOPE_KEY] = answer
+        return answer.send
 
     async def _run_streamable(self, session_id: str, transport: StreamableHTTPServerTransport,
                               *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:

@@ -7,14 +7,16 @@ so a session's end (DELETE, client gone, idle timeout) ends its upstream
 session or child too.
 
 `StreamRouter` sits between the Relay and a Streamable HTTP server transport.
-That transport sends a message to the POST stream of a request only when the
-message's metadata names the request (`related_request_id`); everything else
-goes to the GET stream. The Relay forwards upstream messages as they came, so
-the router supplies the relation: from the upstream's own tag (a Streamable
+A message that belongs to a client request (progress, a log message, a
+server-to-client request) must go out on that request's POST, everything else
+on the GET stream. The Relay forwards upstream messages as they came, so the
+router works out the relation: from the upstream's own tag (a Streamable
 HTTP upstream, see http_upstream), or for progress from the `progressToken`
-the client put on its request. It also releases the stream of a request the
-client cancelled: the SDK's server ends such a stream with a -32800 error of
-its own (`on_request_unanswered`), which a relay never triggers, so the
+the client put on its request. It writes such a message on the request's
+`Answer` (http_answer: the transport runs in JSON mode, and an answer becomes
+an SSE stream only when a call needs one). It also ends the answer of a
+request the client cancelled: the SDK's server does that with a -32800 error
+of its own (`on_request_unanswered`), which a relay never triggers, so the
 router writes that error itself and drops a late upstream answer.
 """
 
@@ -29,6 +31,7 @@ import mcp_types as types
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
 
 from proxy.catalog import Catalog
+from proxy.http_answer import SCOPE_KEY, Answer
 from proxy.gate import Gate
 from proxy.guard import GuardHooks
 from proxy.relay import Relay
@@ -121,14 +124,13 @@ async def _refuse(client: tuple[Any, Any], reason: str) -> None:
 
 
 class _RoutedWriter:
-    def __init__(self, inner: Any, router: StreamRouter) -> None:
-        self._inner = inner
+    def __init__(self, router: StreamRouter) -> None:
         self._router = router
 
     async def send(self, item: SessionMessage) -> None:
         item = self._router.to_client(item)
         if item is not None:
-            await self._inner.send(item)
+            await self._router.send(item)
 
 
 class StreamRouter:
@@ -141,13 +143,34 @@ class StreamRouter:
         self._tokens: dict[tuple[bool, Any], Any] = {}  # progressToken key -> request id
         self._token_of: dict[tuple[bool, Any], tuple[bool, Any]] = {}  # request key -> token key
         self._cancelled: set[tuple[bool, Any]] = set()
-        self.streams = (WatchedReader(read_stream, self.from_client), _RoutedWriter(write_stream, self))
+        self._answers: dict[tuple[bool, Any], Answer] = {}  # request key -> its POST's answer (http_answer)
+        self.streams = (WatchedReader(read_stream, self.from_client, whole=True), _RoutedWriter(self))
 
-    async def from_client(self, message: Any) -> None:
+    async def send(self, item: SessionMessage) -> None:
+        """Write a routed message: one that belongs to a call goes on the call's own POST answer."""
+        metadata = item.metadata
+        if isinstance(metadata, ServerMessageMetadata) and metadata.related_request_id is not None:
+            answer = self._answers.get(id_key(metadata.related_request_id))
+            if answer is not None:
+                data = item.message.model_dump_json(by_alias=True, exclude_unset=True).encode()
+                try:
+                    if await answer.event(data):
+                        return
+                except OSError:  # the client is gone from that POST; the GET stream may still reach it
+                    pass
+            item = SessionMessage(item.message)  # its POST is already answered: the GET stream
+        await self._write.send(item)
+
+    async def from_client(self, item: Any) -> None:
+        message = item.message if isinstance(item, SessionMessage) else item
         if isinstance(message, types.JSONRPCRequest):
             key = id_key(message.id)
             self._cancelled.discard(key)
             self._open[key] = message.id
+            context = getattr(getattr(item, "metadata", None), "request_context", None)  # its POST's starlette Request
+            answer = context.scope.get(SCOPE_KEY) if context is not None else None
+            if answer is not None:
+                self._answers[key] = answer
             token = (meta_of(message.params) or {}).get("progressToken")
             if isinstance(token, str | int) and not isinstance(token, bool):
                 self._tokens[id_key(token)] = message.id
@@ -167,6 +190,7 @@ class StreamRouter:
                         pass
 
     def _close(self, key: tuple[bool, Any]) -> Any:
+        self._answers.pop(key, None)
         request_id = self._open.pop(key, None)
         token = self._token_of.pop(key, None)
         if token is not None:

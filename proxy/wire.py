@@ -214,9 +214,10 @@ class WatchedReader:
     stream routing.
     """
 
-    def __init__(self, inner: Any, watch: Callable[[Any], Awaitable[None]]) -> None:
+    def __init__(self, inner: Any, watch: Callable[[Any], Awaitable[None]], *, whole: bool = False) -> None:
         self._inner = inner
         self._watch = watch
+        self._whole = whole  # show the SessionMessage (with its metadata), not only the JSON-RPC message
 
     def __aiter__(self) -> WatchedReader:
         return self
@@ -227,5 +228,5 @@ class WatchedReader:
         except (anyio.EndOfStream, anyio.ClosedResourceError):
             raise StopAsyncIteration from None
         if isinstance(item, SessionMessage):
-            await self._watch(item.message)
+            await self._watch(item if self._whole else item.message)
         return item

@@ -127,6 +127,14 @@ def sse_messages(text: str) -> list[dict]:
     return out
 
 
+def answer_messages(reply: Any) -> list[dict]:
+    """The JSON-RPC messages of a request POST's answer, one JSON body or an SSE stream."""
+    if reply.headers.get("content-type", "").startswith("application/json"):
+        return [reply.json()]
+    assert reply.headers.get("content-type", "").startswith("text/event-stream"), reply.headers
+    return sse_messages(reply.text)
+
+
 def raw_client(**headers: str) -> httpx2.AsyncClient:
     base = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
     return httpx2.AsyncClient(headers={**base, **headers}, timeout=httpx2.Timeout(20.0))

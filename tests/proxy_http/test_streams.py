@@ -17,7 +17,15 @@ import anyio
 import pytest
 
 from tests.proxy.conftest import calls, records
-from tests.proxy_http.conftest import client_for, http_gate, http_upstream, raw_client, sse_messages, wait_for_records
+from tests.proxy_http.conftest import (
+    answer_messages,
+    client_for,
+    http_gate,
+    http_upstream,
+    raw_client,
+    sse_messages,
+    wait_for_records,
+)
 
 VERSION = "2025-11-25"
 
@@ -27,7 +35,7 @@ async def open_raw_session(http, url: str) -> dict[str, str]:
             "params": {"protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
     reply = await http.post(url, content=json.dumps(init))
     assert reply.status_code == 200, reply.text
-    assert "result" in sse_messages(reply.text)[-1]
+    assert "result" in answer_messages(reply)[-1]
     headers = {"mcp-session-id": reply.headers["mcp-session-id"], "mcp-protocol-version": VERSION}
     ack = await http.post(url, content=json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
                           headers=headers)
@@ -54,11 +62,61 @@ async def test_progress_goes_to_the_post_stream_of_its_request(record: Path, ups
                     "params": {"name": "slow", "arguments": {"steps": 3}, "_meta": {"progressToken": "tok-1"}}}
             with anyio.fail_after(20):
                 reply = await http.post(url, content=json.dumps(call), headers=headers)
+            assert reply.headers["content-type"].startswith("text/event-stream")  # the call needed a stream
             messages = sse_messages(reply.text)
             progress = [m for m in messages if m.get("method") == "notifications/progress"]
             assert [(p["params"]["progressToken"], p["params"]["progress"]) for p in progress] == [
                 ("tok-1", 1), ("tok-1", 2), ("tok-1", 3)]
             assert messages[-1]["id"] == "call-1" and "result" in messages[-1]
+
+
+@pytest.mark.parametrize("upstream_kind", ["stdio", "http"])
+async def test_each_answer_is_json_unless_its_call_sends_more_than_the_reply(record: Path, upstream_kind: str) -> None:
+    """A plain call's POST is answered with one JSON body, a call with progress or an elicitation with a stream."""
+    async with AsyncExitStack() as stack:
+        url = await gate_over(stack, record, upstream_kind)
+        async with raw_client() as http:
+            headers = await open_raw_session(http, url)
+            echo = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                    "params": {"name": "echo", "arguments": {"text": "plain"}}}
+            reply = await http.post(url, content=json.dumps(echo), headers=headers)
+            assert reply.headers["content-type"].startswith("application/json")
+            assert reply.json()["result"]["content"][0]["text"] == "plain"
+            refused = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                       "params": {"name": "echo", "arguments": {"text": ""}}}
+            reply = await http.post(url, content=json.dumps(refused), headers=headers)  # the gate's own answer
+            assert reply.headers["content-type"].startswith("application/json") and reply.json()["result"]["isError"]
+            slow = {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                    "params": {"name": "slow", "arguments": {"steps": 2}, "_meta": {"progressToken": "p"}}}
+            with anyio.fail_after(20):
+                reply = await http.post(url, content=json.dumps(slow), headers=headers)
+            assert reply.headers["content-type"].startswith("text/event-stream")
+            kinds = [m.get("method") or m["id"] for m in sse_messages(reply.text)]
+            # (the upstream's log messages name no call, so they go to the GET stream)
+            assert [k for k in kinds if k != "notifications/message"] == [
+                "notifications/progress", "notifications/progress", 3]
+            if upstream_kind == "http":
+                # The upstream asks a question on the call's stream (a stdio upstream says nothing of which
+                # call a request is for, so there it goes to the GET stream); the answer is a POST of its own.
+                ask = {"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                       "params": {"name": "ask", "arguments": {"question": "sure?"}}}
+                seen = []
+                with anyio.fail_after(20):
+                    async with http.stream("POST", url, content=json.dumps(ask), headers=headers) as response:
+                        assert response.headers["content-type"].startswith("text/event-stream")
+                        async for line in response.aiter_lines():
+                            if not (line.startswith("data:") and line[5:].strip()):
+                                continue
+                            seen.append(json.loads(line[5:]))
+                            if seen[-1].get("method") == "elicitation/create":
+                                answer = {"jsonrpc": "2.0", "id": seen[-1]["id"],
+                                          "result": {"action": "accept", "content": {"answer": "yes"}}}
+                                ack = await http.post(url, content=json.dumps(answer), headers=headers)
+                                assert ack.status_code == 202
+                assert [m.get("method") for m in seen] == ["elicitation/create", None]
+                assert seen[-1]["id"] == 4 and "accept" in seen[-1]["result"]["content"][0]["text"], seen
+    expected = ["echo", "slow"] + (["ask"] if upstream_kind == "http" else [])
+    assert [c["name"] for c in calls(record)] == expected
 
 
 @pytest.mark.parametrize("upstream_kind", ["stdio", "http"])
@@ -88,7 +146,7 @@ async def test_a_cancelled_request_releases_its_stream(record: Path, upstream_ki
             assert seen[-1] == {"jsonrpc": "2.0", "id": 7, "error": {"code": -32800, "message": "Request cancelled"}}
             # the session is still usable
             echo = {"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "x"}}}
-            after = sse_messages((await http.post(url, content=json.dumps(echo), headers=headers)).text)
+            after = answer_messages(await http.post(url, content=json.dumps(echo), headers=headers))
             assert after[-1]["result"]["content"][0]["text"] == "x"
         assert wait_for_records(lambda: records(record, "cancelled"))
     assert [c["name"] for c in calls(record)] == ["slow", "echo"]
