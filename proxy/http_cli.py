@@ -47,9 +47,9 @@ def add_options(parser: argparse.ArgumentParser) -> None:
                        help="Streamable HTTP listening: close a session (and its upstream) after this long "
                        "without a request in flight or an open GET stream (default 1800)")
     group.add_argument("--json-response", action="store_true",
-                       help="Streamable HTTP listening: answer each request POST with one JSON body instead of an "
-                       "SSE stream (faster; a call's progress and other messages tied to it then go to the "
-                       "client's GET stream instead of the call's own stream)")
+                       help="Streamable HTTP listening: answer every request POST with one JSON body, never an "
+                       "SSE stream (by default a POST gets a stream only when its call sends progress or other "
+                       "messages before its reply; with this option those go to the client's GET stream)")
     group.add_argument("--max-sessions", type=int, default=100, metavar="N",
                        help="HTTP listening: at most N client sessions at once (each has its own upstream, for a "
                        "stdio upstream a process); more get 503 (default 100)")
