@@ -48,6 +48,11 @@ def eligible(url: str) -> bool:
     return True
 
 
+def _expire(wakeup: asyncio.Future) -> None:
+    if not wakeup.done():
+        wakeup.set_exception(TimeoutError())
+
+
 class _Connection(asyncio.Protocol):
     def __init__(self) -> None:
         self.h11 = h11.Connection(h11.CLIENT)
@@ -110,13 +115,17 @@ class _Connection(asyncio.Protocol):
                 self.transport.resume_reading()
             if self.lost:
                 raise HTTPError(f"the upstream closed the connection mid-response ({self.error or 'EOF'})")
-            self._wakeup = asyncio.get_running_loop().create_future()
+            loop = asyncio.get_running_loop()
+            self._wakeup = wakeup = loop.create_future()
+            # A timer on the future, not a cancel scope: this wait happens two or
+            # three times per call, and a scope costs more than the rest of it.
+            timer = loop.call_later(READ_TIMEOUT, _expire, wakeup)
             try:
-                with anyio.fail_after(READ_TIMEOUT):
-                    await self._wakeup
+                await wakeup
             except TimeoutError as exc:
-                raise HTTPError(f"no data from the upstream for {READ_TIMEOUT:.0f} s") from exc
+                raise HTTPError(f"no data from the upstream for {READ_TIMEOUT:g} s") from exc
             finally:
+                timer.cancel()
                 self._wakeup = None
 
     def close(self) -> None:

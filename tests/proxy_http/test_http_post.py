@@ -196,6 +196,19 @@ async def test_a_response_cut_short_is_an_error_not_a_hang() -> None:
         pool.close()
 
 
+async def test_an_upstream_that_goes_silent_is_an_error_after_the_read_timeout(monkeypatch) -> None:
+    monkeypatch.setattr(http_post, "READ_TIMEOUT", 0.2)
+    head_only = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+    async with scripted(lambda head, body, n: head_only if n == 1 else b"") as (_, url):
+        pool = PostPool(url)
+        response = await pool.post({}, b"{}")  # the head arrives, then nothing
+        with anyio.fail_after(5), pytest.raises(HTTPError, match="no data from the upstream for 0.2 s"):
+            await response.read()
+        with anyio.fail_after(5), pytest.raises(HTTPError, match="no data from the upstream for 0.2 s"):
+            await pool.post({}, b"{}")  # not even a head
+        pool.close()
+
+
 async def test_nothing_listening_is_an_error_naming_the_address() -> None:
     sock = __import__("socket").socket()
     sock.bind(("127.0.0.1", 0))
