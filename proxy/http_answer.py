@@ -46,13 +46,14 @@ class Answer:
             self._headers.append((b"mcp-session-id", session_id.encode("latin-1")))
         self._lock = anyio.Lock()
         self.streaming = False
+        self.passing = False  # the transport's own answer has begun: nothing else may go on this POST
         self.finished = False
         self._body: list[bytes] = []
 
     async def event(self, data: bytes) -> bool:
         """Write one message of the call on its POST; False when the answer is already complete."""
         async with self._lock:
-            if self.finished:
+            if self.finished or self.passing:
                 return False
             if not self.streaming:
                 await self._send({"type": "http.response.start", "status": 200, "headers": self._headers})
@@ -64,8 +65,7 @@ class Answer:
         """The transport's own ASGI send: its JSON answer, passed through or made the stream's last event."""
         async with self._lock:
             if not self.streaming:
-                if message["type"] == "http.response.body" and not message.get("more_body", False):
-                    self.finished = True
+                self.passing = True
                 await self._send(message)
                 return
             if message["type"] != "http.response.body":

@@ -91,3 +91,35 @@ def test_parse_listen() -> None:
     for bad in ("tcp://h:1", "http://h", "http://:80", "sse://h:x"):
         with pytest.raises(ValueError):
             parse_listen(bad)
+
+
+async def test_an_answer_is_the_transports_json_or_a_stream_once_the_call_sends_more() -> None:
+    from proxy.http_answer import Answer
+
+    start = {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]}
+    body = {"type": "http.response.body", "body": b'{"jsonrpc":"2.0","id":1,"result":{}}', "more_body": False}
+
+    wire: list[dict] = []
+
+    async def record(message: dict) -> None:
+        wire.append(message)
+
+    plain = Answer(record, "s-1")
+    await plain.send(start)
+    assert not await plain.event(b'{"late":1}')  # the JSON answer has begun: nothing may squeeze in
+    await plain.send(body)
+    assert wire == [start, body]
+
+    wire.clear()
+    streamed = Answer(record, "s-1")
+    assert await streamed.event(b'{"jsonrpc":"2.0","method":"notifications/progress"}')
+    await streamed.send(start)  # swallowed: the stream's head went out already
+    await streamed.send(body)
+    assert not await streamed.event(b'{"late":1}')
+    assert wire[0]["status"] == 200 and (b"content-type", b"text/event-stream") in wire[0]["headers"]
+    assert (b"mcp-session-id", b"s-1") in wire[0]["headers"]
+    assert [m["body"] for m in wire[1:]] == [
+        b'event: message\r\ndata: {"jsonrpc":"2.0","method":"notifications/progress"}\r\n\r\n',
+        b'event: message\r\ndata: {"jsonrpc":"2.0","id":1,"result":{}}\r\n\r\n',
+    ]
+    assert [m["more_body"] for m in wire[1:]] == [True, False]
