@@ -31,9 +31,9 @@ import mcp_types as types
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
 
 from proxy.catalog import Catalog
-from proxy.http_answer import SCOPE_KEY, Answer
 from proxy.gate import Gate
 from proxy.guard import GuardHooks
+from proxy.http_answer import SCOPE_KEY, Answer
 from proxy.relay import Relay
 from proxy.wire import WatchedReader, id_key, meta_of
 
