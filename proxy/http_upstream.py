@@ -213,6 +213,11 @@ class _TaggingTransport(StreamableHTTPTransport):
             return
         except Exception:
             logger.debug("SSE stream ended", exc_info=True)
+        await self._ended_without_reply(ctx, request_id, last_event_id, retry_interval_ms)
+
+    async def _ended_without_reply(self, ctx, request_id: Any, last_event_id: str | None,
+                                   retry_interval_ms: int | None) -> None:
+        """A POST's stream ended before its reply: resume it from the last event id, else answer with an error."""
         if last_event_id is not None:
             await self._handle_reconnection(ctx, last_event_id, retry_interval_ms)
         else:
@@ -338,11 +343,7 @@ class _TaggingTransport(StreamableHTTPTransport):
             return
         except HTTPError:
             logger.debug("SSE stream ended", exc_info=True)
-        if last_event_id is not None:
-            await self._handle_reconnection(ctx, last_event_id, retry_interval_ms)
-        else:
-            await self._resolve_abandoned_request(ctx.read_stream_writer, request_id,
-                                                  "SSE stream ended without a response")
+        await self._ended_without_reply(ctx, request_id, last_event_id, retry_interval_ms)
 
 
 @asynccontextmanager
