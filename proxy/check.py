@@ -8,8 +8,9 @@ import sys
 from typing import Any
 
 import anyio
+from mcp import MCPError
 
-from proxy.catalog import Catalog, ToolEntry
+from proxy.core.catalog import Catalog, ToolEntry
 
 
 class CheckInputError(Exception):
@@ -26,13 +27,21 @@ def tools_from_document(document: Any) -> tuple[list[Any], dict[str, Any]]:
     return document["tools"], about
 
 
-async def list_from_command(command: list[str], server: Any = None) -> list[Any]:
-    """List every page from a stdio COMMAND, or from `server` (a URL or an SDK transport) when given."""
+async def list_tools(spec: Any) -> list[Any]:
+    """List every page of the server an UpstreamSpec names, with the SDK's own Client."""
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
-    if server is None:
-        server = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
+    server: Any
+    if spec.command:
+        server = StdioServerParameters(command=spec.command[0], args=spec.command[1:], env=dict(os.environ),
+                                       cwd=spec.cwd)
+    elif spec.transport == "sse":
+        from mcp.client.sse import sse_client
+
+        server = sse_client(spec.url, headers=spec.headers)
+    else:
+        server = spec.url  # the SDK Client speaks Streamable HTTP to a URL
     tools: list[Any] = []
     async with Client(server) as client:
         cursor = None
@@ -48,9 +57,9 @@ async def list_from_command(command: list[str], server: Any = None) -> list[Any]
 def report(entries: list[ToolEntry], source: str, about: dict[str, Any], dialect: str = "contract") -> dict[str, Any]:
     rows = []
     for entry in entries:
-        row: dict[str, Any] = {"name": entry.name, "supported": entry.problem is None}
-        if entry.problem is not None:
-            row["error"] = entry.problem.to_dict()
+        row: dict[str, Any] = {"name": entry.name, "supported": entry.error is None}
+        if entry.error is not None:
+            row["error"] = entry.error.to_dict()
         rows.append(row)
     bad = sum(1 for r in rows if not r["supported"])
     return {
@@ -73,42 +82,64 @@ def render_text(doc: dict[str, Any]) -> str:
             where = f"{err['keyword'] or '?'} at {err['schemaPath'] or '/'}"
             lines.append(f"  {row['name']:<{width}}  UNSUPPORTED  {where}  [{err['kind']}]  {err['message']}")
     s = doc["summary"]
-    lines.append(f"{s['total']} tools: {s['supported']} supported, {s['unsupported']} unsupported")
+    lines.append(f"{plural(s['total'], 'tool')}: {s['supported']} supported, {s['unsupported']} unsupported")
+    if doc.get("supportedWithExtendedDialect"):
+        lines.append(f"{doc['supportedWithExtendedDialect']} of the unsupported would be supported with "
+                     "--dialect extended")
     return "\n".join(lines)
 
 
-def run_check(catalog_file: str | None, command: list[str], compile_schema: Any, as_json: bool,
-              upstream: str | None = None, upstream_transport: str | None = None) -> int:
+def extended_would_help(tools: list[Any], entries: list[ToolEntry], dialect: str) -> int:
+    """How many tools unsupported under `contract` the extended dialect would accept."""
+    if dialect != "contract":
+        return 0
+    unsupported = {e.name for e in entries if e.error is not None}
+    if not unsupported:
+        return 0
+    extended = Catalog("extended")
+    return sum(1 for e in map(extended.preflight, tools) if e is not None and e.name in unsupported and e.error is None)
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def run_check(catalog_file: str | None, spec: Any, dialect: str, as_json: bool) -> int:
+    """Exit status: 0 all supported, 1 some unsupported, 2 unreadable input, 69 the server could not be listed."""
     try:
         if catalog_file:
             with open(catalog_file, encoding="utf-8") as fh:
                 tools, about = tools_from_document(json.load(fh))
             source = catalog_file
-        elif upstream:
-            from proxy.http_upstream import transport_for
-
-            if transport_for(upstream, upstream_transport) == "sse":
-                from mcp.client.sse import sse_client
-
-                server: Any = sse_client(upstream)
-            else:
-                server = upstream  # the SDK Client speaks Streamable HTTP to a URL
-            tools, about = anyio.run(list_from_command, [], server), {}
-            source = upstream
         else:
-            tools, about = anyio.run(list_from_command, command), {}
-            source = " ".join(command)
-    except (OSError, ValueError, CheckInputError) as exc:
-        print(f"mcp-schema-gate check: {exc}", file=sys.stderr)
+            tools, about = anyio.run(list_tools, spec), {}
+            source = spec.url or " ".join(spec.command)
+    except OSError as exc:
+        print(f"mcp-schema-gate check: cannot read {catalog_file}: {exc.strerror}; check the path", file=sys.stderr)
         return 2
-    except Exception as exc:  # the server failed to start or to list
-        print(f"mcp-schema-gate check: could not list tools: {exc!r}", file=sys.stderr)
+    except (ValueError, CheckInputError) as exc:
+        print(f"mcp-schema-gate check: {catalog_file} is not a tool list: {exc}", file=sys.stderr)
         return 2
-    catalog = Catalog(compile_schema)
+    except Exception as exc:  # the server failed to start, to answer, or to list
+        print(f"mcp-schema-gate check: could not list the tools of {spec.describe()}: {leaf(exc)}; "
+              "check that the command runs on its own (or the URL answers) and speaks MCP", file=sys.stderr)
+        return 69
+    catalog = Catalog(dialect)
     entries = [e for e in map(catalog.preflight, tools) if e is not None]
     doc = report(entries, source, about, catalog.dialect)
+    helped = extended_would_help(tools, entries, dialect)
+    if helped:
+        doc["supportedWithExtendedDialect"] = helped
     try:
         print(json.dumps(doc, indent=2) if as_json else render_text(doc), flush=True)
     except BrokenPipeError:  # `check … | head`: the reader left; that is not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 1 if doc["summary"]["unsupported"] else 0
+
+
+def leaf(exc: BaseException) -> str:
+    """The innermost reason of an exception (an HTTP client's ExceptionGroup included), as one phrase."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = str(exc) or type(exc).__name__
+    return text if isinstance(exc, OSError | MCPError) else f"{type(exc).__name__}: {text}"

@@ -1,20 +1,21 @@
-"""Command line: `mcp-schema-gate [OPTIONS] -- COMMAND ...` and `mcp-schema-gate check ...`."""
+"""Command line: `mcp-schema-gate [serve] [OPTIONS] -- COMMAND ...` and `mcp-schema-gate check ...`.
+
+One parser with subcommands (`serve`, the default, and `check`), one runner
+with one signal loop for every listening side.
+"""
 
 from __future__ import annotations
 
 import argparse
-import functools
-import inspect
 import json
 import logging
 import os
 import signal
 import sys
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
-
-from proxy.catalog import Catalog, default_compiler
 
 EXAMPLE_CONFIG = {
     "mcpServers": {
@@ -27,24 +28,33 @@ EXAMPLE_CONFIG = {
 }
 
 DESCRIPTION = """\
-An MCP proxy for stdio servers. It starts COMMAND as the upstream MCP server,
-serves your MCP client on stdin/stdout, forwards every message unchanged, and
-answers a tools/call itself when the tool's inputSchema is outside the
-supported JSON Schema subset or the arguments do not satisfy it. A rejected
-call never reaches the server. Logs go to stderr; stdout carries only
-protocol messages.
+A gatekeeper for MCP tool calls. It sits between an MCP client and an MCP
+server, forwards every message unchanged, and answers a tools/call itself when
+the tool's inputSchema is outside the supported JSON Schema subset or the
+arguments do not satisfy it: a refused call never reaches the server. The
+server is a stdio COMMAND (one child per client session) or an SSE or
+Streamable HTTP URL; clients connect on stdio (the default), SSE or
+Streamable HTTP. Logs go to stderr; on stdio, stdout carries only protocol
+messages.
 
 usage:
-  mcp-schema-gate [OPTIONS] -- COMMAND [ARGS...]
+  mcp-schema-gate [OPTIONS] -- COMMAND [ARGS...]      wrap a stdio server, serve the client on stdio
+  mcp-schema-gate [OPTIONS] --upstream URL            front an SSE or Streamable HTTP server
   mcp-schema-gate check [--json] [--dialect D] (--catalog FILE | --upstream URL | -- COMMAND [ARGS...])
-  python -m proxy ...                       (same as mcp-schema-gate)
+  python -m proxy ...                                 (same as mcp-schema-gate)
 """
 
 EPILOG = f"""\
-check: list the tools (from a running COMMAND, or from FILE holding a saved
-tools/list result, a JSON-RPC response with result.tools, or a captured
-catalog fixture), preflight every inputSchema and print one line per tool.
-Exit status 1 if any tool is unsupported, 2 on a usage or input error.
+check: list the tools (from a running COMMAND, an --upstream URL, or FILE
+holding a saved tools/list result, a JSON-RPC response with result.tools, or
+a captured catalog fixture), preflight every inputSchema and print one line
+per tool. Exit status 0 if every tool is supported, 1 if any is not, 2 on a
+usage or input error, 69 if the server could not be started or reached.
+
+exit status when serving: 0 the client left; 1 the upstream went away;
+2 a usage error; 69 the upstream URL could not be reached; 127 COMMAND could
+not be started; 128+N stopped by signal N (every call in flight is answered
+with an error first).
 
 Example client configuration (e.g. claude_desktop_config.json), wrapping
 a stdio server:
@@ -52,149 +62,245 @@ a stdio server:
 {json.dumps(EXAMPLE_CONFIG, indent=2)}
 """
 
+TRANSPORTS_HELP = """\
+transports (any listening side with any upstream):
+  --listen stdio               serve one client on stdin/stdout (the default)
+  --listen sse://HOST:PORT     legacy HTTP+SSE: GET /sse, POST /messages/?session_id=...
+  --listen http://HOST:PORT    Streamable HTTP at /mcp (2025-11-25 and older; a 2026-07-28
+                               client is declined with -32022 and falls back to initialize)
+  -- COMMAND [ARGS...]         upstream: a stdio server, one child process per client session
+  --upstream URL               upstream: an SSE or Streamable HTTP server, one upstream session
+                               per client session; the transport is SSE when the URL path ends
+                               in /sse, Streamable HTTP otherwise (--upstream-transport overrides)
 
-def _parser(check: bool) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="mcp-schema-gate check" if check else "mcp-schema-gate",
-        description=DESCRIPTION,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        usage=argparse.SUPPRESS,
-    )
+example:
+  mcp-schema-gate --listen http://127.0.0.1:8765 --auth-token-env GATE_TOKEN -- python server.py
+  mcp-schema-gate --listen sse://127.0.0.1:8766 --upstream http://127.0.0.1:9000/mcp
+"""
+
+USAGE_ERROR = 2
+SUBCOMMANDS = ("serve", "check")
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dialect", choices=("contract", "extended"), default="contract",
+                        help="the validator's JSON Schema subset: contract (the default, strict) or extended "
+                        "(also $ref/$defs, const, allOf, title and the other 2020-12 keywords real servers emit)")
+    parser.add_argument("--upstream", metavar="URL", help="an SSE or Streamable HTTP MCP server instead of COMMAND")
+    parser.add_argument("--upstream-transport", choices=("sse", "http"),
+                        help="transport of --upstream (default: sse if the URL path ends in /sse, else http)")
+    parser.add_argument("--upstream-header", action="append", default=[], metavar="'NAME: VALUE'",
+                        help="an HTTP header sent with every request to --upstream, e.g. 'Authorization: Bearer T' "
+                        "(repeatable; $VAR and ${VAR} in VALUE are read from the environment)")
+
+
+def _serve_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--dialect",
-        choices=("contract", "extended"),
-        help="validator dialect passed to validator.compile (default: the validator's own, 'contract')",
-    )
-    if check:
-        parser.add_argument(
-            "--catalog", metavar="FILE", help="read a saved tools/list result instead of running COMMAND"
-        )
-        parser.add_argument("--json", action="store_true", help="print the report as JSON")
-        parser.add_argument("--upstream", metavar="URL", help="list the tools of an SSE or Streamable HTTP server")
-        parser.add_argument("--upstream-transport", choices=("sse", "http"),
-                            help="transport of --upstream (default: sse if the URL path ends in /sse, else http)")
-        return parser
-    parser.add_argument(
-        "--reject-as",
-        choices=("tool-error", "protocol-error"),
-        default="tool-error",
-        help="how to answer a refused call: a CallToolResult with isError and structuredContent "
-        "{kind, instancePath, schemaPath, keyword, message} (tool-error, the default, per MCP SEP-1303), "
-        "or a JSON-RPC -32602 error carrying the same object in error.data (protocol-error). "
-        "Unknown tools and malformed params are always -32602",
-    )
+        "--reject-as", choices=("tool-error", "protocol-error"), default="tool-error",
+        help="how to answer a refused call: a CallToolResult with isError, a text the model can act on and "
+        "the refusal {kind, instancePath, schemaPath, keyword, message} in _meta (and as structuredContent "
+        "when the tool declares no outputSchema) (tool-error, the default, per MCP SEP-1303), or a JSON-RPC "
+        "-32602 error carrying the same object in error.data (protocol-error). Unknown tools and malformed "
+        "params are always -32602")
     parser.add_argument("--audit-log", metavar="FILE", help="append one JSON line per refused call to FILE")
-    parser.add_argument(
-        "--audit-arguments",
-        action="store_true",
-        help="include the refused arguments in the audit log (off by default: they may hold secrets)",
-    )
+    parser.add_argument("--audit-arguments", action="store_true",
+                        help="include the refused arguments in the audit log (off by default: they may hold secrets)")
     parser.add_argument("--cwd", metavar="DIR", help="working directory for COMMAND (default: the current one)")
-    parser.add_argument(
-        "--quiet", action="store_true", help="do not print the startup summary (tools listed, unsupported ones) on stderr"
-    )
-    from proxy import http_cli
+    parser.add_argument("--quiet", action="store_true",
+                        help="do not print the startup summary (tools listed, unsupported ones) on stderr")
+    group = parser.add_argument_group("transports and HTTP security")
+    group.add_argument("--listen", default="stdio", metavar="stdio|sse://HOST:PORT|http://HOST:PORT",
+                       help="where clients connect (default stdio). HTTP binds HOST exactly as given: "
+                       "use 127.0.0.1 unless the gate must be reachable from elsewhere; port 0 picks a free port; "
+                       "the printed form http://HOST:PORT/mcp is accepted too")
+    group.add_argument("--auth-token", metavar="TOKEN",
+                       help="HTTP listening: require 'Authorization: Bearer TOKEN' on every request (401 otherwise)")
+    group.add_argument("--auth-token-env", metavar="VAR",
+                       help="like --auth-token, read from environment variable VAR (keeps it out of ps)")
+    group.add_argument("--allow-unauthenticated", action="store_true",
+                       help="HTTP listening: allow a non-loopback HOST without --auth-token (refused otherwise)")
+    group.add_argument("--max-body-bytes", type=int, default=4 * 1024 * 1024, metavar="N",
+                       help="HTTP listening: refuse request bodies larger than N bytes with 413 (default 4 MiB)")
+    group.add_argument("--idle-timeout", type=float, default=1800.0, metavar="SECONDS",
+                       help="Streamable HTTP listening: close a session (and its upstream) after this long "
+                       "without a request in flight or an open GET stream (default 1800)")
+    group.add_argument("--json-response", action="store_true",
+                       help="Streamable HTTP listening: answer every request POST with one JSON body, never an "
+                       "SSE stream (by default a POST gets a stream when its call sends progress or other "
+                       "messages before its reply, or takes longer than a second; with this option those go "
+                       "to the client's GET stream)")
+    group.add_argument("--max-sessions", type=int, default=100, metavar="N",
+                       help="HTTP listening: at most N client sessions at once (each has its own upstream, for a "
+                       "stdio upstream a process); more get 503 (default 100)")
+    group.add_argument("--max-connections", type=int, default=1000, metavar="N",
+                       help="HTTP listening: at most N open connections; more are answered 503 (default 1000)")
+    group.add_argument("--header-timeout", type=float, default=10.0, metavar="SECONDS",
+                       help="HTTP listening: close a connection whose request headers have not arrived within "
+                       "this long, and an idle keep-alive connection after 5 s (default 10)")
+    group.add_argument("--allow-host", action="append", default=[], metavar="HOST[:PORT|:*]",
+                       help="HTTP listening: another accepted Host header (loopback names are always accepted)")
+    group.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                       help="HTTP listening: another accepted Origin, e.g. https://app.example:* "
+                       "(requests without Origin pass; loopback origins are always accepted)")
 
-    http_cli.add_options(parser)
-    parser.epilog = f"{parser.epilog}\n{http_cli.HELP}"
+
+def parser_for(subcommand: str, *, exit_on_error: bool = True) -> argparse.ArgumentParser:
+    serve = subcommand == "serve"
+    parser = argparse.ArgumentParser(
+        prog="mcp-schema-gate" if serve else f"mcp-schema-gate {subcommand}",
+        description=DESCRIPTION, epilog=EPILOG + ("\n" + TRANSPORTS_HELP if serve else ""),
+        formatter_class=argparse.RawDescriptionHelpFormatter, usage=argparse.SUPPRESS, exit_on_error=exit_on_error,
+    )
+    _common(parser)
+    if serve:
+        _serve_options(parser)
+    else:
+        parser.add_argument("--catalog", metavar="FILE",
+                            help="read a saved tools/list result instead of running COMMAND")
+        parser.add_argument("--json", action="store_true", help="print the report as JSON")
     return parser
 
 
-def _split(argv: list[str]) -> tuple[list[str], list[str]]:
+def split_command(subcommand: str, argv: list[str]) -> tuple[list[str], list[str], str | None]:
+    """(our options, COMMAND, a note) from argv.
+
+    COMMAND follows `--`. Without one, it starts at the first word that is
+    neither one of our options nor an option's value (`mcp-schema-gate npx -y
+    server` reads as `-- npx -y server`): our options all start with a dash,
+    so where the command begins is unambiguous, and MCP clients such as the
+    Inspector CLI swallow the first `--` of a command line.
+    """
     if "--" in argv:
         at = argv.index("--")
-        return argv[:at], argv[at + 1 :]
-    return argv, []
-
-
-def _compiler(dialect: str | None):
-    compile_schema = default_compiler()
-    if dialect is None:
-        return compile_schema
-    try:
-        accepts = "dialect" in inspect.signature(compile_schema).parameters
-    except (TypeError, ValueError):
-        accepts = False
-    if not accepts:
-        raise SystemExit("mcp-schema-gate: this validator has no dialect option; drop --dialect")
-    return functools.partial(compile_schema, dialect=dialect)
+        return argv[:at], argv[at + 1:], None
+    probe = parser_for(subcommand, exit_on_error=False)
+    for at, word in enumerate(argv):
+        if word.startswith("-"):
+            continue
+        try:
+            _, extra = probe.parse_known_args(argv[:at])
+        except (argparse.ArgumentError, SystemExit):
+            continue  # `word` is the value of the option before it
+        if extra:
+            return argv, [], None  # an option we do not know, before any command: let argparse say so
+        note = (f"reading {' '.join(argv[at:])!r} as the server command; put '--' before it to say so "
+                f"explicitly: mcp-schema-gate {' '.join([*argv[:at], '--', *argv[at:]])}")
+        return argv[:at], argv[at:], note
+    return argv, [], None
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    check = bool(argv) and argv[0] == "check"
-    options, command = _split(argv[1:] if check else argv)
-    args = _parser(check).parse_args(options)
+    subcommand = "serve"
+    if argv and argv[0] in SUBCOMMANDS:
+        subcommand, argv = argv[0], argv[1:]
+    options, command, note = split_command(subcommand, argv)
+    args = parser_for(subcommand).parse_args(options)
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(message)s")
-    if check:
-        from proxy.check import run_check
-
-        if bool(args.catalog) + bool(command) + bool(args.upstream) != 1:
-            print("mcp-schema-gate check: give exactly one of --catalog FILE, --upstream URL or -- COMMAND ...",
-                  file=sys.stderr)
-            return 2
-        return run_check(args.catalog, command, _compiler(args.dialect), as_json=args.json,
-                         upstream=args.upstream, upstream_transport=args.upstream_transport)
-    from proxy import http_cli
-
-    if http_cli.wants_transports(args):
-        return http_cli.run(args, command, _compiler(args.dialect))
-    if not command:
-        _parser(False).print_usage(sys.stderr)
-        print("mcp-schema-gate: missing '-- COMMAND [ARGS...]' (the stdio MCP server to wrap); see --help",
-              file=sys.stderr)
-        return 2
-    return anyio.run(serve, command, args, _compiler(args.dialect))
-
-
-async def _run_until_signal(relay: Any) -> int:
-    """Run the relay; on SIGTERM/SIGINT/SIGHUP stop it so the upstream is shut down properly, not orphaned."""
-    status = 0
-    async with anyio.create_task_group() as tg:
-
-        async def watch() -> None:
-            nonlocal status
-            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
-                async for signum in signals:
-                    print(f"mcp-schema-gate: received signal {signum}, stopping the upstream server",
-                          file=sys.stderr, flush=True)
-                    status = 128 + signum
-                    tg.cancel_scope.cancel()
-                    return
-
-        async def relay_then_stop() -> None:
-            nonlocal status
-            status = await relay.run()
-            tg.cancel_scope.cancel()
-
-        tg.start_soon(watch)
-        tg.start_soon(relay_then_stop)
-    return status
-
-
-async def serve(command: list[str], args: Any, compile_schema: Any) -> int:
-    from proxy.gate import AuditLog, Gate
-    from proxy.guard import GuardHooks
-    from proxy.relay import Relay
-    from proxy.stdio import client_stdio, upstream_stdio
-
-    audit = AuditLog(args.audit_log, args.audit_arguments) if args.audit_log else None
-    summary = open(os.devnull, "w") if args.quiet else sys.stderr  # noqa: SIM115
-    hooks = GuardHooks(Catalog(compile_schema), Gate(args.reject_as), audit, summary=summary)
+    if note is not None:
+        print(f"mcp-schema-gate: {note}", file=sys.stderr, flush=True)
     try:
-        async with client_stdio() as client:
-            try:
-                async with upstream_stdio(command, cwd=args.cwd) as upstream:
-                    relay = Relay(client, upstream, hooks)
-                    status = await _run_until_signal(relay)
-            except OSError as exc:
-                print(f"mcp-schema-gate: cannot start {command[0]!r}: {exc}", file=sys.stderr, flush=True)
-                return 127
+        if subcommand == "check":
+            return _check(args, command)
+        return _serve(args, command)
+    except UsageError as exc:
+        print(f"mcp-schema-gate{'' if subcommand == 'serve' else ' ' + subcommand}: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+
+
+class UsageError(Exception):
+    """A command line that cannot work; the message says what to change."""
+
+
+def _upstream_spec(args: Any, command: list[str]) -> Any:
+    from proxy.session import UpstreamSpec
+    from proxy.upstream.streamable_http import transport_for
+
+    if bool(command) == bool(args.upstream):
+        if not command:
+            raise UsageError("missing the server to gate: give '-- COMMAND [ARGS...]' (a stdio MCP server) "
+                             "or --upstream URL; see --help")
+        raise UsageError("give exactly one upstream: '-- COMMAND [ARGS...]' or --upstream URL, not both")
+    if args.upstream:
+        return UpstreamSpec(url=args.upstream, transport=transport_for(args.upstream, args.upstream_transport),
+                            headers=_headers(args.upstream_header) or None)
+    return UpstreamSpec(command=command, cwd=getattr(args, "cwd", None))
+
+
+def _headers(values: list[str]) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for header in values:
+        name, sep, value = header.partition(":")
+        value = os.path.expandvars(value.strip())  # $VAR / ${VAR} from the environment: secrets stay out of ps
+        if not sep or not name.strip() or not value or "$" in value:
+            raise UsageError(f"--upstream-header {header.split(':')[0]!r}: expected 'NAME: VALUE' with every "
+                             "$VAR set in the environment")
+        headers[name.strip()] = value
+    return headers
+
+
+def _check(args: Any, command: list[str]) -> int:
+    from proxy.check import run_check
+
+    if bool(args.catalog) + bool(command) + bool(args.upstream) != 1:
+        raise UsageError("give exactly one of --catalog FILE, --upstream URL or -- COMMAND ...")
+    spec = None if args.catalog else _upstream_spec(args, command)
+    return run_check(args.catalog, spec, args.dialect, as_json=args.json)
+
+
+def _serve(args: Any, command: list[str]) -> int:
+    from proxy.core.audit import AuditLog
+    from proxy.listen import LISTENERS
+    from proxy.listen.http import listen_settings
+    from proxy.session import GateSettings, load
+
+    spec = _upstream_spec(args, command)
+    token = args.auth_token
+    if args.auth_token_env:
+        token = os.environ.get(args.auth_token_env)
+        if not token:
+            raise UsageError(f"--auth-token-env {args.auth_token_env}: the variable is empty or unset; export it "
+                             "or pass --auth-token")
+    try:
+        listen = listen_settings(args, token)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        audit = AuditLog(args.audit_log, args.audit_arguments) if args.audit_log else None
+    except OSError as exc:
+        raise UsageError(f"--audit-log {args.audit_log}: cannot open it for appending ({exc.strerror}); "
+                         "choose a writable path") from None
+    summary = open(os.devnull, "w") if args.quiet else sys.stderr  # noqa: SIM115 - lives as long as the gate
+    settings = GateSettings(args.dialect, args.reject_as, audit, summary)
+    serve = load(LISTENERS["stdio" if listen is None else listen.kind])
+    try:
+        return anyio.run(run_until_signal, lambda stop: serve(listen, spec, settings, stop))
     finally:
         if audit is not None:
             audit.close()
-    if status and relay.upstream_gone:
-        print(f"mcp-schema-gate: exiting: {relay.upstream_gone}; requests in flight were answered with errors",
-              file=sys.stderr, flush=True)
-    return status
+
+
+async def run_until_signal(main: Callable[[anyio.Event], Awaitable[int]]) -> int:
+    """Run `main(stop)`; SIGTERM, SIGINT or SIGHUP set `stop`, and the exit status is then 128+N.
+
+    `main` ends on its own once `stop` is set (answering what is in flight and
+    shutting its upstreams down properly, never orphaning a child).
+    """
+    stop = anyio.Event()
+    signalled: list[int] = []
+    async with anyio.create_task_group() as tg:
+
+        async def watch() -> None:
+            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+                async for signum in signals:
+                    if not signalled:
+                        print(f"mcp-schema-gate: received signal {signum} ({signal.Signals(signum).name}); "
+                              "answering calls in flight, closing every session and stopping the upstream",
+                              file=sys.stderr, flush=True)
+                    signalled.append(signum)
+                    stop.set()
+
+        tg.start_soon(watch)
+        status = await main(stop)
+        tg.cancel_scope.cancel()
+    return 128 + signalled[0] if signalled else status

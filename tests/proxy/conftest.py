@@ -172,3 +172,18 @@ async def raw_proxy(record: Path, *options: str, page_size: int = 0, upstream: l
     finally:
         if process.returncode is None:
             process.kill()
+
+
+def refusal(result: Any) -> dict[str, Any]:
+    """The gate's machine-readable refusal in an SDK CallToolResult.
+
+    It always travels in `_meta`; it is also the structuredContent only when
+    the tool declares no outputSchema (which it would violate).
+    """
+    from proxy.core.gate import REFUSAL_META_KEY
+
+    assert result.is_error, result
+    detail = (result.meta or {})[REFUSAL_META_KEY]
+    if result.structured_content is not None:
+        assert result.structured_content == detail
+    return detail

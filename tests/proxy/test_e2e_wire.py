@@ -289,20 +289,18 @@ async def test_large_messages_pass_both_ways(record: Path) -> None:
         assert reply["result"]["content"][0]["text"] == text
 
 
-async def test_a_tools_call_is_forwarded_as_the_value_that_was_validated(record: Path) -> None:
-    """Duplicate keys: Python keeps the last; forwarding the raw line could let a first-wins server see the other."""
-    upstream = [sys.executable, str(Path(__file__).with_name("raw_upstream.py"))]
-    async with raw_proxy(record, upstream=upstream) as session:
+async def test_a_tools_call_with_duplicate_keys_is_refused_at_the_wire(record: Path) -> None:
+    """Duplicate keys: Python keeps the last, other readers the first; such a frame is never forwarded."""
+    async with raw_proxy(record) as session:
         await session.initialize()
-        await session.send('{"jsonrpc":"2.0","id":1,"method":"tools/call",'
-                           '"params":{"name":"echo","arguments":{"text":"","text":"ok"}}}')
-        reply, _ = await session.receive_until(is_reply_to(1))
-        forwarded = reply["result"]["content"][0]["text"]
-        assert forwarded.count('"text"') == 1 and json.loads(forwarded)["params"]["arguments"] == {"text": "ok"}
-        await session.send('{"jsonrpc":"2.0","id":2,"method":"tools/call",'
-                           '"params":{"name":"echo","arguments":{"text":"ok","text":""}}}')
-        reply, _ = await session.receive_until(is_reply_to(2))
-        assert reply["result"]["isError"] is True  # the value checked is the value a last-wins parser sees
+        for request_id, arguments in ((1, '{"text":"","text":"ok"}'), (2, '{"text":"ok","text":""}')):
+            await session.send('{"jsonrpc":"2.0","id":%d,"method":"tools/call",'
+                               '"params":{"name":"echo","arguments":%s}}' % (request_id, arguments))
+            reply, _ = await session.receive_until(is_reply_to(request_id))
+            assert reply["error"]["code"] == -32600 and "appears twice" in reply["error"]["message"]
+        reply = await session.request(3, "tools/call", {"name": "echo", "arguments": {"text": "ok"}})
+        assert "result" in reply
+    assert [c["arguments"] for c in calls(record)] == [{"text": "ok"}]  # the refused frames never reached it
 
 
 async def test_an_unknown_tool_gets_one_refresh_before_it_is_refused(record: Path) -> None:

@@ -20,7 +20,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import stdio_client
 
-from tests.proxy.conftest import ROOT, params, proxy_command
+from tests.proxy.conftest import ROOT, params, proxy_command, refusal
 
 CACHE = Path(os.environ.get("MCP_SCHEMA_GATE_TEST_CACHE", ROOT / ".cache" / "real-servers"))
 FILESYSTEM = ("@modelcontextprotocol/server-filesystem", "2026.8.31")  # the version fixtures/catalogs captured
@@ -96,10 +96,10 @@ async def test_filesystem_server_behind_the_proxy(filesystem_server: list[str], 
         assert result.content[0].text == "hello from a real server\n"  # answered by the real server
 
         result = await client.call_tool("read_text_file", {"path": 42})
-        assert result.is_error and result.structured_content["kind"] == "validation"
-        assert result.structured_content["instancePath"] == "/path"
+        assert result.is_error and refusal(result)["kind"] == "validation"
+        assert refusal(result)["instancePath"] == "/path"
         result = await client.call_tool("write_file", {"path": str(root / "x.txt")})
-        assert result.is_error and result.structured_content["keyword"] == "required"
+        assert result.is_error and refusal(result)["keyword"] == "required"
     assert not (root / "x.txt").exists()  # the refused write never reached the server
 
 
@@ -116,8 +116,8 @@ async def test_time_server_every_call_is_unsupported(time_server: list[str], tmp
             ):
                 result = await client.call_tool(name, arguments)
                 assert result.is_error
-                assert result.structured_content["kind"] == "unsupported_capability"
-                assert result.structured_content["keyword"] == "title"
+                assert refusal(result)["kind"] == "unsupported_capability"
+                assert refusal(result)["keyword"] == "title"
     summary = errlog.read_text()
     assert "2 tools listed, 2 unsupported" in summary
     assert "get_current_time: unsupported_capability: title at /title" in summary

@@ -41,7 +41,7 @@ from mcp import Client
 from mcp.client.stdio import stdio_client
 
 from tests.catalogs.catalog_support import load_script
-from tests.proxy.conftest import ROOT, params, proxy_command
+from tests.proxy.conftest import ROOT, params, proxy_command, refusal
 
 TEE = str(Path(__file__).with_name("tee_upstream.py"))
 capture = load_script("capture_catalog")
@@ -104,7 +104,7 @@ async def gated(launch: Any, tmp_path: Path, *options: str) -> AsyncIterator[tup
 
 def _refused(result: Any, keyword: str, instance_path: str) -> None:
     assert result.is_error, result
-    detail = result.structured_content
+    detail = refusal(result)
     assert detail["kind"] == "validation", detail
     assert detail["keyword"] == keyword, detail
     assert detail["instancePath"] == instance_path, detail

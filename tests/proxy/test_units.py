@@ -8,41 +8,44 @@ from typing import Any
 
 import anyio
 import mcp_types as types
+import pytest
+import validator
 from mcp.shared.message import SessionMessage
 
-from proxy.catalog import Catalog
-from proxy.gate import Gate
-from proxy.guard import GuardHooks
-from proxy.relay import Relay
-from proxy.wire import parse_line
+from proxy.core.catalog import Catalog
+from proxy.core.gate import Gate
+from proxy.core.hooks import GuardHooks
+from proxy.core.relay import Relay
+from proxy.core.jsonrpc import parse_line
 
 ECHO = {"name": "echo", "inputSchema": {"type": "object", "properties": {"t": {"type": "string"}}, "required": ["t"]}}
 
 
-def test_gate_fails_closed_when_the_validator_breaks() -> None:
-    def broken_compile(schema: Any) -> Any:
+def test_gate_fails_closed_when_the_validator_breaks(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken_compile(schema: Any, dialect: str = "contract") -> Any:
         class Compiled:
             def validate(self, arguments: Any) -> None:
                 raise ZeroDivisionError("bug")
 
         return Compiled()
 
-    catalog = Catalog(broken_compile)
+    monkeypatch.setattr(validator, "compile", broken_compile)
+    catalog = Catalog()
     catalog.replace([ECHO])
     rejection = Gate().check({"name": "echo", "arguments": {"t": "x"}}, catalog.tools)
     assert rejection is not None and rejection.kind == "execution_failure"
 
 
-def test_catalog_compiles_identical_schemas_once_and_swaps_revisions() -> None:
+def test_catalog_compiles_identical_schemas_once_and_swaps_revisions(monkeypatch: pytest.MonkeyPatch) -> None:
     compiled: list[Any] = []
+    real_compile = validator.compile
 
-    def counting_compile(schema: Any) -> Any:
-        import validator
-
+    def counting_compile(schema: Any, dialect: str = "contract") -> Any:
         compiled.append(schema)
-        return validator.compile(schema)
+        return real_compile(schema, dialect=dialect)
 
-    catalog = Catalog(counting_compile)
+    monkeypatch.setattr(validator, "compile", counting_compile)
+    catalog = Catalog()
     first = catalog.replace([ECHO, {**ECHO, "name": "echo2"}])
     assert len(compiled) == 1  # same schema text, one compile
     catalog.merge([{"name": "echo", "inputSchema": {"type": "object"}}])

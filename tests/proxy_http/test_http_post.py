@@ -18,9 +18,9 @@ import mcp_types as types
 import pytest
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
 
-from proxy import http_post
-from proxy.http_post import HTTPError, PostPool, eligible
-from proxy.http_upstream import _streamable_http
+from proxy.upstream import post_pool as http_post
+from proxy.upstream.post_pool import HTTPError, PostPool, eligible
+from proxy.upstream.streamable_http import _streamable_http
 
 
 class Scripted:

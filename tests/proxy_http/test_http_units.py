@@ -7,9 +7,9 @@ import mcp_types as types
 import pytest
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
 
-from proxy.http_listen import parse_listen
-from proxy.http_upstream import HeaderStamper, transport_for
-from proxy.sessions import StreamRouter
+from proxy.listen.http import parse_listen
+from proxy.upstream.streamable_http import HeaderStamper, transport_for
+from proxy.listen.router import StreamRouter
 
 SCHEMA = {"type": "object", "properties": {
     "region": {"type": "string", "x-mcp-header": "Region"},
@@ -94,7 +94,7 @@ def test_parse_listen() -> None:
 
 
 async def test_an_answer_is_the_transports_json_or_a_stream_once_the_call_sends_more() -> None:
-    from proxy.http_answer import Answer
+    from proxy.listen.answer import Answer
 
     start = {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]}
     body = {"type": "http.response.body", "body": b'{"jsonrpc":"2.0","id":1,"result":{}}', "more_body": False}

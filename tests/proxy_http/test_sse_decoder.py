@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from proxy.sse import SSEDecoder, SSEError
+from proxy.upstream.sse_decoder import SSEDecoder, SSEError
 
 Event = tuple[str, str, str, int | None]
 

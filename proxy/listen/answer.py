@@ -17,6 +17,12 @@ knows:
   the reply finally comes through `send`, it becomes the last event of the
   stream, and the stream ends.
 
+- When the reply has not come within STREAM_AFTER seconds, the answer
+  becomes an SSE stream anyway, with nothing in it yet: the client gets its
+  headers now rather than when a long call ends (Node's fetch gives up
+  after 300 s without headers), and a comment every KEEPALIVE seconds keeps
+  idle-timeout proxies from cutting the stream.
+
 One lock orders the router's events and the transport's body on the wire.
 """
 
@@ -26,6 +32,8 @@ from typing import Any
 
 import anyio
 
+STREAM_AFTER = 1.0
+KEEPALIVE = 15.0
 SCOPE_KEY = "mcp_schema_gate.answer"  # where the ASGI scope carries a POST's answer, for the router
 _SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache, no-transform"),
                 (b"x-accel-buffering", b"no")]
@@ -49,6 +57,20 @@ class Answer:
         self.passing = False  # the transport's own answer has begun: nothing else may go on this POST
         self.finished = False
         self._body: list[bytes] = []
+
+    async def stream_when_slow(self) -> None:
+        """Run beside the transport's handling of the POST (see the module docstring); cancelled when it ends."""
+        await anyio.sleep(STREAM_AFTER)
+        while True:
+            async with self._lock:
+                if self.finished or self.passing:
+                    return
+                if not self.streaming:
+                    await self._send({"type": "http.response.start", "status": 200, "headers": self._headers})
+                    self.streaming = True
+                await self._send({"type": "http.response.body", "body": b": waiting for the reply\r\n\r\n",
+                                  "more_body": True})
+            await anyio.sleep(KEEPALIVE)
 
     async def event(self, data: bytes) -> bool:
         """Write one message of the call on its POST; False when the answer is already complete."""

@@ -6,15 +6,18 @@ so the same decisions hold whichever way the messages travel.
 
 from __future__ import annotations
 
-import datetime
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from proxy.catalog import Problem, ToolEntry
+from validator import InputSchemaError
+
+from proxy.core.catalog import ToolEntry, as_schema_error, where
 
 INVALID_PARAMS = -32602
+# Where a refusal's {kind, instancePath, schemaPath, keyword, message} goes in a
+# result's _meta: a key of our own namespace, as the MCP spec asks of extensions.
+REFUSAL_META_KEY = "io.github.mcp-schema-gate/refusal"
 RejectAs = Literal["tool-error", "protocol-error"]
 
 
@@ -23,12 +26,12 @@ class Rejection:
     tool: str | None
     kind: str  # a validator kind, or "invalid_params" / "unknown_tool" (always JSON-RPC errors)
     message: str
-    problem: Problem | None = None
+    error: InputSchemaError | None = None
     arguments: Any = None
 
     @property
     def protocol_only(self) -> bool:
-        return self.problem is None
+        return self.error is None
 
 
 class Gate:
@@ -49,82 +52,56 @@ class Gate:
         if entry is None:
             return Rejection(name, "unknown_tool", f"Unknown tool: {name!r} is not in the server's tool list")
         if entry.compiled is None:
-            assert entry.problem is not None
-            return Rejection(name, entry.problem.kind, entry.problem.message, entry.problem, arguments)
+            assert entry.error is not None
+            return Rejection(name, entry.error.kind, entry.error.message, entry.error, arguments)
         try:
             entry.compiled.validate(arguments)
         except Exception as exc:  # InputSchemaError, or a validator bug: never let it through
-            problem = Problem.from_exception(exc)
+            problem = as_schema_error(exc)
             return Rejection(name, problem.kind, problem.message, problem, arguments)
         return None
 
-    def reply(self, rejection: Rejection, modern: bool) -> tuple[str, Any]:
-        """("result", CallToolResult dict) or ("error", (code, message, data))."""
+    def reply(self, rejection: Rejection, modern: bool, output_schema: Any = None) -> tuple[str, Any]:
+        """("result", CallToolResult dict) or ("error", (code, message, data)).
+
+        The machine-readable refusal always travels in the result's `_meta`
+        under REFUSAL_META_KEY. It is also the `structuredContent` only when
+        the tool declares no `outputSchema`: clients validate structuredContent
+        against a declared outputSchema even on an error result (the TypeScript
+        SDK throws on a mismatch), so the refusal would never reach the model.
+        """
         if rejection.protocol_only:
             return "error", (INVALID_PARAMS, rejection.message, None)
-        assert rejection.problem is not None
+        assert rejection.error is not None
         text = describe(rejection)
-        data = rejection.problem.to_dict()
+        data = rejection.error.to_dict()
         if self.reject_as == "protocol-error":
             return "error", (INVALID_PARAMS, text, data)
         # SEP-1303: bad arguments are a tool execution error the model can read and fix.
-        result: dict[str, Any] = {
-            "content": [{"type": "text", "text": text}],
-            "structuredContent": data,
-            "isError": True,
-        }
+        result: dict[str, Any] = {"content": [{"type": "text", "text": text}]}
+        if output_schema is None:
+            result["structuredContent"] = data
+        result["isError"] = True
+        result["_meta"] = {REFUSAL_META_KEY: data}
         if modern:
             result["resultType"] = "complete"  # required on every 2026-07-28 result
         return "result", result
 
 
 def describe(rejection: Rejection) -> str:
-    problem = rejection.problem
+    problem = rejection.error
     assert problem is not None
     if problem.kind == "unsupported_capability":
         return (
-            f"Tool {rejection.tool!r} was not called: its inputSchema uses {problem.where()}, which "
+            f"Tool {rejection.tool!r} was not called: its inputSchema uses {where(problem)}, which "
             f"mcp-schema-gate cannot enforce, so every call is refused ({problem.message})."
         )
     if problem.kind == "execution_failure":
         return (
             f"Tool {rejection.tool!r} was not called: the arguments could not be checked "
-            f"({problem.where()}): {problem.message}"
+            f"({where(problem)}): {problem.message}"
         )
     return (
         f"Tool {rejection.tool!r} was not called because its arguments are invalid: {problem.message} "
         f"(keyword {problem.keyword!r} at schema {problem.schema_path or '/'}). Fix the arguments and call again."
     )
-
-
-class AuditLog:
-    """One JSON line per rejection; argument values only when asked for."""
-
-    def __init__(self, path: str, include_arguments: bool = False) -> None:
-        self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - lives as long as the proxy
-        self._include_arguments = include_arguments
-
-    def record(self, rejection: Rejection, request_id: Any) -> None:
-        entry: dict[str, Any] = {
-            "time": datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds"),
-            "requestId": request_id,
-            "tool": rejection.tool,
-            "kind": rejection.kind,
-        }
-        if rejection.problem is not None:
-            entry.update(
-                instancePath=rejection.problem.instance_path,
-                schemaPath=rejection.problem.schema_path,
-                keyword=rejection.problem.keyword,
-            )
-        # Validation messages quote the offending values, so they are argument
-        # data too; without --audit-arguments only value-free messages are kept.
-        if self._include_arguments or rejection.kind in ("unsupported_capability", "unknown_tool", "invalid_params"):
-            entry["message"] = rejection.message
-        if self._include_arguments:
-            entry["arguments"] = rejection.arguments
-        self._file.write(json.dumps(entry, default=repr) + "\n")
-        self._file.flush()
-
-    def close(self) -> None:
-        self._file.close()

@@ -3,10 +3,15 @@
 The relay knows JSON-RPC, not MCP tools: it forwards every message unchanged
 (the SDK message object that was read is the one written), and offers a hooks
 object the chance to consume a message first. It also owns what only a pump
-can do correctly: requests of the proxy's own whose replies must not leak,
-answering every client request exactly once even when the upstream dies, and
-holding back upstream traffic behind a slot so ordering survives an
-asynchronous detour (the catalog refresh before a list_changed is forwarded).
+can do correctly:
+
+- the one table of client requests in flight (`InFlight` by `id_key`), which
+  every way a session can end walks to answer each open request exactly once:
+  the upstream's death, a stop (a signal), the drain after the client closed
+  its input running out, the end of the session;
+- requests of the proxy's own, whose replies must not leak to the client;
+- holding back upstream traffic behind a slot so ordering survives an
+  asynchronous detour (the catalog refresh before a list_changed is forwarded).
 """
 
 from __future__ import annotations
@@ -14,15 +19,18 @@ from __future__ import annotations
 import itertools
 import logging
 import uuid
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import anyio
+import anyio.abc
 import mcp_types as types
 from mcp.shared.message import SessionMessage
 
-from proxy.wire import INTERNAL_ERROR, PARSE_ERROR, WireError, error_message, id_key
+from proxy.core.jsonrpc import INTERNAL_ERROR, PARSE_ERROR, WireError, error_message, id_key
+from proxy.core.streams import ReadStream, StreamPair, WriteStream
 
 logger = logging.getLogger("mcp-schema-gate")
 
@@ -30,10 +38,16 @@ logger = logging.getLogger("mcp-schema-gate")
 # answers (a piped batch of requests is a legitimate client) for this long.
 DRAIN_TIMEOUT = 10.0
 OWN_REQUEST_TIMEOUT = 60.0
+# Ids the gate answered itself, remembered so that a late cancellation of one
+# is not forwarded to an upstream that never saw the request.
+ANSWERED_MEMORY = 4096
+
+Key = tuple[bool, Any]
 
 
 class Hooks(Protocol):
     async def from_client(self, relay: Relay, message: SessionMessage) -> bool: ...  # True = consumed
+
     async def from_upstream(self, relay: Relay, message: SessionMessage) -> bool: ...
 
 
@@ -47,6 +61,21 @@ class UpstreamGone(Exception):
     pass
 
 
+@dataclass(eq=False)
+class InFlight:
+    """One client request not yet answered, and what the session knows about it."""
+
+    id: Any  # as the client sent it
+    method: str
+    # A request that opens a stream lasting until either side ends it
+    # (subscriptions/listen): answered when the session ends, but it does not
+    # hold the exit drain open.
+    standing: bool = False
+    # The gate is still deciding it (catalog not built, refresh pending):
+    # cancelling this scope withdraws it before it was ever forwarded.
+    deciding: anyio.CancelScope | None = None
+
+
 class _Slot:
     """A place in the upstream→client order, filled now or later."""
 
@@ -58,16 +87,14 @@ class _Slot:
 
 
 class Relay:
-    def __init__(self, client: tuple[Any, Any], upstream: tuple[Any, Any], hooks: Hooks | None = None) -> None:
-        self._client_read, self._client_write = client
-        self._upstream_read, self._upstream_write = upstream
+    def __init__(self, client: StreamPair, upstream: StreamPair, hooks: Hooks | None = None) -> None:
+        self._client_read: ReadStream = client[0]
+        self._client_write: WriteStream = client[1]
+        self._upstream_read: ReadStream = upstream[0]
+        self._upstream_write: WriteStream = upstream[1]
         self._hooks = hooks
-        # Client requests not yet answered, by id_key -> the id as sent.
-        self._unanswered: dict[tuple[bool, Any], Any] = {}
-        # Of those, the standing ones (a stream a request opens, answered only when
-        # it ends) do not hold the shutdown drain open; they are still answered if
-        # the upstream dies.
-        self._standing: set[tuple[bool, Any]] = set()
+        self.inflight: dict[Key, InFlight] = {}
+        self._answered_here: OrderedDict[Key, None] = OrderedDict()
         self._drained = anyio.Event()
         self._own_prefix = f"mcp-schema-gate-{uuid.uuid4().hex}-"
         self._own_ids = itertools.count(1)
@@ -77,12 +104,16 @@ class Relay:
         self._tg: anyio.abc.TaskGroup | None = None
         self.upstream_gone: str | None = None
         self.client_gone = False
+        self.end_reason: str | None = None  # why the session ended, when the client did not simply leave
 
     # ---- services for hooks -------------------------------------------------
 
     def spawn(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
         assert self._tg is not None
         self._tg.start_soon(fn, *args)
+
+    def request(self, request_id: Any) -> InFlight | None:
+        return self.inflight.get(id_key(request_id))
 
     async def to_client(self, message: SessionMessage) -> None:
         """Send a message to the client (a reply of the proxy's own, or a forwarded one)."""
@@ -97,6 +128,17 @@ class Relay:
         if isinstance(inner, types.JSONRPCResponse | types.JSONRPCError) and inner.id is not None:
             self.forget(inner.id)  # only now: forgetting the last one may end the session
 
+    async def answer_here(self, request_id: Any, reply: SessionMessage) -> None:
+        """Answer a client request on the gate's behalf; the upstream never sees it."""
+        key = id_key(request_id)
+        self._answered_here[key] = None
+        if len(self._answered_here) > ANSWERED_MEMORY:
+            self._answered_here.popitem(last=False)
+        await self.to_client(reply)
+
+    def answered_here(self, request_id: Any) -> bool:
+        return id_key(request_id) in self._answered_here
+
     async def to_upstream(self, message: SessionMessage) -> None:
         try:
             await self._upstream_write.send(message)
@@ -106,21 +148,21 @@ class Relay:
             pass
 
     def forget(self, request_id: Any) -> None:
-        """The client request needs no answer any more (answered, or cancelled before forwarding)."""
-        key = id_key(request_id)
-        self._unanswered.pop(key, None)
-        self._standing.discard(key)
+        """The client request needs no answer any more (answered, or cancelled by the client)."""
+        self.inflight.pop(id_key(request_id), None)
         if self._settled():
             self._drained.set()
 
     def standing(self, request_id: Any) -> None:
-        """The client request opens a stream that lasts until either side ends it (see __init__)."""
-        self._standing.add(id_key(request_id))
+        """The client request opens a stream that lasts until either side ends it (see InFlight)."""
+        entry = self.inflight.get(id_key(request_id))
+        if entry is not None:
+            entry.standing = True
         if self._settled():
             self._drained.set()
 
     def _settled(self) -> bool:
-        return self._unanswered.keys() <= self._standing
+        return all(entry.standing for entry in self.inflight.values())
 
     def is_own_id(self, request_id: Any) -> bool:
         return isinstance(request_id, str) and request_id.startswith(self._own_prefix)
@@ -160,8 +202,12 @@ class Relay:
 
     # ---- pumps -----------------------------------------------------------------
 
-    async def run(self) -> int:
-        """Pump until either side ends. 0: the client left; 1: the upstream went away."""
+    async def run(self, stop: anyio.Event | None = None) -> int:
+        """Pump until either side ends, or `stop` is set. 0: the client left; 1: the upstream went away.
+
+        Whichever way it ends, every client request still open has had
+        exactly one answer by the time this returns.
+        """
         status = 0
         async with anyio.create_task_group() as tg:
             self._tg = tg
@@ -179,11 +225,32 @@ class Relay:
                     if not self._settled():
                         self._drained = anyio.Event()
                         await self._drained.wait()
+                await self.answer_all(
+                    f"The upstream MCP server did not answer within {DRAIN_TIMEOUT:g} s after the client "
+                    "closed its input; the gate is exiting"
+                )
+                tg.cancel_scope.cancel()
+
+            async def stop_side() -> None:
+                assert stop is not None
+                await stop.wait()
+                self.end_reason = "stopped"
+                await self.answer_all("The gate is shutting down; the request was not completed")
                 tg.cancel_scope.cancel()
 
             tg.start_soon(upstream_side)
             tg.start_soon(client_side)
+            if stop is not None:
+                tg.start_soon(stop_side)
         return status
+
+    async def answer_all(self, reason: str) -> None:
+        """Answer every client request still open with an error saying why (shielded: this runs while ending)."""
+        with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+            for entry in list(self.inflight.values()):
+                if entry.deciding is not None:
+                    entry.deciding.cancel()
+                await self.to_client(error_message(entry.id, INTERNAL_ERROR, reason))
 
     async def _pump_client(self) -> None:
         async for item in self._client_read:
@@ -192,15 +259,28 @@ class Relay:
                 continue
             inner = item.message
             if isinstance(inner, types.JSONRPCRequest):
-                self._unanswered[id_key(inner.id)] = inner.id
+                self.inflight[id_key(inner.id)] = InFlight(inner.id, inner.method)
             elif isinstance(inner, types.JSONRPCNotification) and inner.method == "notifications/cancelled":
-                # A cancelled request may legitimately never be answered; do not
-                # hold the shutdown drain open for it.
-                if isinstance(inner.params, dict) and "requestId" in inner.params:
-                    self.forget(inner.params["requestId"])
+                if isinstance(inner.params, dict) and "requestId" in inner.params and self._cancelled(
+                        inner.params["requestId"]):
+                    continue
             if self._hooks is not None and await self._hooks.from_client(self, item):
                 continue
             await self.to_upstream(item)
+
+    def _cancelled(self, request_id: Any) -> bool:
+        """The client cancelled a request; True when the upstream must not hear of it.
+
+        A cancelled request may legitimately never be answered, so it no longer
+        holds the exit drain open. One the gate answered itself, or is still
+        deciding (then withdrawn here), never reached the upstream.
+        """
+        entry = self.inflight.get(id_key(request_id))
+        self.forget(request_id)
+        if entry is not None and entry.deciding is not None:
+            entry.deciding.cancel()
+            return True
+        return self.answered_here(request_id)
 
     async def _answer_bad_frame(self, exc: Exception) -> None:
         if isinstance(exc, WireError):
@@ -248,6 +328,7 @@ class Relay:
 
     async def _upstream_ended(self) -> None:
         self.upstream_gone = "the upstream server closed the connection"
+        self.end_reason = self.upstream_gone
         for waiter in list(self._own_waiters.values()):
             waiter[1] = self.upstream_gone
             waiter[0].set()
@@ -255,9 +336,4 @@ class Relay:
         for slot in self._held:
             slot.ready = True
         await self._flush()
-        for request_id in list(self._unanswered.values()):
-            await self.to_client(
-                error_message(
-                request_id, INTERNAL_ERROR, "The upstream MCP server exited before answering this request"
-            )
-            )
+        await self.answer_all("The upstream MCP server exited before answering this request")

@@ -23,15 +23,20 @@ client answers by falling back to the initialize handshake.
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import json
 import logging
-import signal
+import contextlib
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import uuid4
 
 import anyio
+import anyio.abc
+import h11
+import uvicorn
 import mcp_types as types
 from mcp.server.sse import SseServerTransport
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, StreamableHTTPServerTransport
@@ -45,9 +50,12 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import Response
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from proxy.http_answer import SCOPE_KEY, Answer
-from proxy.sessions import GateSettings, StreamRouter, UpstreamSpec, run_session
+from proxy.core.jsonrpc import wire_problem
+from proxy.listen.answer import SCOPE_KEY, Answer
+from proxy.listen.router import StreamRouter
+from proxy.session import GateSettings, UpstreamSpec, run_session
 
 logger = logging.getLogger("mcp-schema-gate")
 
@@ -73,6 +81,8 @@ class ListenSettings:
     json_response: bool = False
     allowed_hosts: list[str] = field(default_factory=list)
     allowed_origins: list[str] = field(default_factory=list)
+    max_connections: int = 1000
+    header_timeout: float | None = 10.0
 
     def security(self) -> TransportSecuritySettings:
         hosts = {*LOOPBACK_HOSTS, self.host if ":" not in self.host else f"[{self.host}]"}
@@ -86,25 +96,67 @@ class ListenSettings:
 
 
 def parse_listen(value: str) -> ListenSettings | None:
-    """`stdio` → None; `sse://HOST:PORT` or `http://HOST:PORT` → ListenSettings. Raises ValueError."""
+    """`stdio` → None; `sse://HOST:PORT` or `http://HOST:PORT` → ListenSettings. Raises ValueError.
+
+    The endpoint path the gate prints (`http://HOST:PORT/mcp`, `sse://HOST:PORT/sse`) is accepted too.
+    """
     if value == "stdio":
         return None
     scheme, sep, rest = value.partition("://")
     if not sep or scheme not in ("sse", "http"):
         raise ValueError(f"--listen must be stdio, sse://HOST:PORT or http://HOST:PORT, not {value!r}")
-    rest = rest.rstrip("/")
-    host, _, port = rest.rpartition(":")
+    authority, _, path = rest.partition("/")
+    endpoint = "mcp" if scheme == "http" else "sse"
+    if path.strip("/") not in ("", endpoint):
+        raise ValueError(f"--listen {value!r}: the endpoint path is always /{endpoint}; give {scheme}://{authority}")
+    host, _, port = authority.rpartition(":")
     if not host or not port.isdigit():
-        raise ValueError(f"--listen {value!r}: expected HOST:PORT (port 0 picks a free one)")
+        raise ValueError(f"--listen {value!r}: expected {scheme}://HOST:PORT (port 0 picks a free one)")
     return ListenSettings(kind=scheme, host=host.strip("[]"), port=int(port))
 
 
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def listen_settings(args: Any, token: str | None) -> ListenSettings | None:
+    """The listening side from the command line (None for stdio); raises ValueError with what to change."""
+    listen = parse_listen(args.listen)
+    if listen is None:
+        if token:
+            raise ValueError("--auth-token applies to an HTTP --listen only")
+        if args.json_response:
+            raise ValueError("--json-response applies to --listen http://HOST:PORT only")
+        return None
+    if args.json_response and listen.kind != "http":
+        raise ValueError("--json-response applies to --listen http://HOST:PORT only")
+    if not token and not is_loopback(listen.host) and not args.allow_unauthenticated:
+        raise ValueError(f"--listen {args.listen}: listening beyond this machine without --auth-token would let "
+                         "anyone reach the upstream; add --auth-token-env VAR, or --allow-unauthenticated if "
+                         "something in front of the gate checks every request")
+    listen.auth_token = token
+    listen.max_body = args.max_body_bytes
+    listen.idle_timeout = args.idle_timeout if args.idle_timeout > 0 else None
+    listen.max_sessions = max(1, args.max_sessions)
+    listen.max_connections = max(1, args.max_connections)
+    listen.header_timeout = args.header_timeout if args.header_timeout > 0 else None
+    listen.json_response = args.json_response
+    listen.allowed_hosts = list(args.allow_host)
+    listen.allowed_origins = list(args.allow_origin)
+    return listen
+
+
 def refusal(status: int, message: str, code: int = types.INVALID_REQUEST, data: Any = None,
-            headers: dict[str, str] | None = None) -> Response:
+            headers: dict[str, str] | None = None, reply_id: Any = None) -> Response:
     error: dict[str, Any] = {"code": code, "message": message}
     if data is not None:
         error["data"] = data
-    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": error})
+    body = json.dumps({"jsonrpc": "2.0", "id": reply_id, "error": error})
     return Response(body, status_code=status, media_type="application/json", headers=headers)
 
 
@@ -112,8 +164,9 @@ class GateApp:
     """The ASGI application: checks, then the SSE or Streamable HTTP endpoints."""
 
     def __init__(self, listen: ListenSettings, spec: UpstreamSpec, settings: GateSettings,
-                 task_group: anyio.abc.TaskGroup) -> None:
+                 task_group: anyio.abc.TaskGroup, stop: anyio.Event) -> None:
         self.listen = listen
+        self.stop = stop
         self.spec = spec
         self.settings = settings
         self._tg = task_group
@@ -152,6 +205,11 @@ class GateApp:
 
     async def _route(self, scope: dict, receive: Any, send: Any) -> None:
         path = scope["path"].rstrip("/") or "/"
+        if scope["method"] == "POST" and path in ("/mcp", "/messages"):
+            checked = await self._wire_checked(scope, receive, send)
+            if checked is None:
+                return
+            receive = checked
         if self.listen.kind == "http" and path == "/mcp":
             return await self._streamable(scope, receive, send)
         if self.listen.kind == "sse" and path == "/sse" and scope["method"] == "GET":
@@ -161,6 +219,38 @@ class GateApp:
         where = "/mcp" if self.listen.kind == "http" else "GET /sse and POST /messages/"
         await refusal(404, f"Not Found: this MCP endpoint is at {where}")(scope, receive, send)
 
+    async def _wire_checked(self, scope: dict, receive: Any, send: Any) -> Any:
+        """The POST's body checked against the wire rule (jsonrpc.strict_loads) before the SDK parses it.
+
+        Returns a `receive` that replays the body, or None once the frame has
+        been refused (HTTP 400 with the JSON-RPC error, the request's id
+        where it has one) or the client has gone.
+        """
+        chunks: list[bytes] = []
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        problem = wire_problem(body)
+        if problem is not None:
+            logger.warning("mcp-schema-gate: refused a client frame at the wire: %s", problem.message)
+            await refusal(400, problem.message, problem.code, reply_id=problem.reply_id)(scope, receive, send)
+            return None
+        replayed = False
+
+        async def replay() -> dict:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        return replay
+
     # ---- legacy HTTP+SSE ----------------------------------------------------------
 
     async def _sse_session(self, scope: dict, receive: Any, send: Any) -> None:
@@ -169,7 +259,7 @@ class GateApp:
         self.sse_sessions += 1
         try:
             async with self._sse.connect_sse(scope, receive, send) as streams:
-                await run_session(streams, self.spec, self.settings)
+                await run_session(streams, self.spec, self.settings, stop=self.stop)
         except ValueError:  # the transport already answered the refusal
             return
         finally:
@@ -187,11 +277,14 @@ class GateApp:
                 400, f"Unsupported protocol version {version!r}: this gate serves the initialize handshake "
                 f"({', '.join(supported)})", types.UNSUPPORTED_PROTOCOL_VERSION,
                 {"supported": supported, "requested": version})(scope, receive, send)
+        if scope["method"] == "GET" and headers.get("last-event-id") is not None:
+            return await refusal(400, "Bad Request: this gate keeps no event history, so a stream cannot be "
+                                 "resumed with Last-Event-ID; open a new GET stream without it")(scope, receive, send)
         if session_id is not None:
             transport = self.sessions.get(session_id)
             if transport is None:
                 return await refusal(404, "Session not found")(scope, receive, send)
-            await transport.handle_request(scope, receive, self._answer(scope, send, session_id))
+            await self._handle(transport, scope, receive, send, session_id)
             if transport.is_terminated:
                 self._end(session_id)
             return
@@ -213,17 +306,21 @@ class GateApp:
                 status.append(message["status"])
             await send(message)
 
-        await transport.handle_request(scope, receive, self._answer(scope, watch, session_id))
+        await self._handle(transport, scope, receive, watch, session_id)
         if not status or status[0] >= 400:
             self._end(session_id)  # no session was established
 
-    def _answer(self, scope: dict, send: Any, session_id: str) -> Any:
-        """The send a request POST's answer goes through (see proxy/http_answer.py)."""
+    async def _handle(self, transport: StreamableHTTPServerTransport, scope: dict, receive: Any, send: Any,
+                      session_id: str) -> None:
+        """Let the transport answer; a request POST's answer goes through an `Answer` (proxy/listen/answer.py)."""
         if scope["method"] != "POST" or self.listen.json_response:
-            return send
+            return await transport.handle_request(scope, receive, send)
         answer = Answer(send, session_id)
         scope[SCOPE_KEY] = answer
-        return answer.send
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(answer.stream_when_slow)
+            await transport.handle_request(scope, receive, answer.send)
+            tg.cancel_scope.cancel()
 
     async def _run_streamable(self, session_id: str, transport: StreamableHTTPServerTransport,
                               *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
@@ -237,7 +334,7 @@ class GateApp:
                     idle = transport.idle_scope or anyio.CancelScope()
                     try:
                         with idle:
-                            await run_session(router.streams, self.spec, self.settings)
+                            await run_session(router.streams, self.spec, self.settings, stop=self.stop)
                         if idle.cancel_called and not scope.cancel_called:
                             logger.warning("mcp-schema-gate: session %s idle for %ss, closed", session_id,
                                            self.listen.idle_timeout)
@@ -259,29 +356,58 @@ class GateApp:
             scope.cancel()
 
 
+class _H11Protocol(H11Protocol):
+    """uvicorn's h11 protocol with a deadline for request headers (uvicorn has none).
+
+    A connection that has not delivered a request's headers within
+    `header_timeout` of opening (or of its previous response ending) is
+    closed, so idle or trickling connections cannot pile up. It reads
+    `conn` and `cycle`, uvicorn internals pinned and guarded by
+    tests/test_sdk_seams.py.
+    """
+
+    header_timeout: float | None = None
+
+    def connection_made(self, transport: Any) -> None:
+        super().connection_made(transport)
+        self._arm_header_deadline()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._arm_header_deadline()
+
+    def _arm_header_deadline(self) -> None:
+        if self.header_timeout is not None:
+            self.loop.call_later(self.header_timeout, self._header_deadline, self.cycle)
+
+    def _header_deadline(self, cycle_then: Any) -> None:
+        waiting = self.cycle is cycle_then and self.conn.their_state is h11.IDLE
+        if waiting and not self.transport.is_closing():
+            self.transport.close()
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's Server without its signal handlers: the gate's one signal loop (cli.run_until_signal) decides."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
 async def serve_http(listen: ListenSettings, spec: UpstreamSpec, settings: GateSettings,
-                     ready: Any = None) -> int:
-    """Serve until cancelled. `ready(host, port)` is called once the socket is bound."""
-    import uvicorn
-
+                     stop: anyio.Event, ready: Any = None) -> int:
+    """Serve until `stop` is set. `ready(host, port)` is called once the socket is bound."""
+    protocol = type("GateH11Protocol", (_H11Protocol,), {"header_timeout": listen.header_timeout})
     async with anyio.create_task_group() as tg:
-        app = GateApp(listen, spec, settings, tg)
+        app = GateApp(listen, spec, settings, tg, stop)
         config = uvicorn.Config(app, host=listen.host, port=listen.port, lifespan="off", log_level="warning",
-                                access_log=False, timeout_graceful_shutdown=2)
-        server = uvicorn.Server(config)
-        status = 0
+                                access_log=False, timeout_graceful_shutdown=2, http=protocol,
+                                limit_concurrency=listen.max_connections)
+        server = _Server(config)
 
-        async def watch_signals() -> None:
-            nonlocal status
-            # Server.serve() would install uvicorn's own signal.signal handlers
-            # over the event loop's; _serve() is the same loop without that.
-            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
-                async for signum in signals:
-                    print(f"mcp-schema-gate: received signal {signum}, closing every session", file=sys.stderr,
-                          flush=True)
-                    status = 128 + signum
-                    server.should_exit = True
-                    return
+        async def stop_serving() -> None:
+            await stop.wait()
+            server.should_exit = True
 
         async def announce() -> None:
             while not server.started:
@@ -299,11 +425,11 @@ async def serve_http(listen: ListenSettings, spec: UpstreamSpec, settings: GateS
                     return
 
         tg.start_soon(announce)
-        tg.start_soon(watch_signals)
+        tg.start_soon(stop_serving)
         try:
-            await server._serve()
+            await server.serve()
         finally:
             for scope in list(app.session_scopes.values()):
                 scope.cancel()
             tg.cancel_scope.cancel()
-    return status
+    return 0

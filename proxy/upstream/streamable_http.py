@@ -24,14 +24,13 @@ import json
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import anyio
 import httpx2
 import mcp_types as types
 from httpx2 import EventSource
-from mcp.client.sse import sse_client
 from mcp.client.streamable_http import MCP_SESSION_ID, StreamableHTTPTransport
 from mcp.shared._context_streams import create_context_streams
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -48,10 +47,15 @@ from mcp.shared.inbound import (
 from mcp.shared.message import ClientMessageMetadata, ServerMessageMetadata, SessionMessage
 from pydantic import ValidationError
 
-from proxy.http_post import HTTPError, PostPool
-from proxy.http_post import eligible as lean_posts_for
-from proxy.sse import SSEDecoder, SSEError
-from proxy.wire import PROTOCOL_VERSION_META_KEY, WatchedReader, meta_of
+from proxy.core.jsonrpc import PROTOCOL_VERSION_META_KEY, meta_of
+from proxy.core.streams import StreamPair, WatchedReader
+from proxy.upstream.post_pool import HTTPError, PostPool
+from proxy.upstream.post_pool import eligible as lean_posts_for
+from proxy.upstream.sse_decoder import SSEDecoder, SSEError
+
+if TYPE_CHECKING:
+    from proxy.core.catalog import Catalog
+    from proxy.session import UpstreamSpec
 
 logger = logging.getLogger("mcp-schema-gate")
 DRAIN_SECONDS = 1.0  # how long to wait for the end of an upstream POST's SSE stream after its reply
@@ -376,14 +380,14 @@ async def _streamable_http(url: str, headers: dict[str, str] | None) -> AsyncIte
 
 
 @asynccontextmanager
-async def upstream_http(
-    url: str, transport: str, schema_of: Callable[[str], Any], headers: dict[str, str] | None = None
-) -> AsyncIterator[tuple[Any, Any]]:
-    """Connect to an SSE or Streamable HTTP upstream; yields (read_stream, write_stream) for the Relay."""
-    if transport == "sse":
-        async with sse_client(url, headers=headers) as streams:
-            yield streams
-        return
+async def open_streamable_http(spec: UpstreamSpec, catalog: Catalog) -> AsyncIterator[StreamPair]:
+    """The upstream of one session (session.UPSTREAMS): its own Streamable HTTP session, headers stamped."""
+    assert spec.url is not None
+
+    def schema_of(name: str) -> Any:
+        entry = catalog.get(name)
+        return entry.input_schema if entry is not None else None
+
     stamper = HeaderStamper(schema_of)
-    async with _streamable_http(url, headers) as (read_stream, write_stream):
+    async with _streamable_http(spec.url, spec.headers) as (read_stream, write_stream):
         yield WatchedReader(read_stream, stamper.observe), _StampingWriter(write_stream, stamper)

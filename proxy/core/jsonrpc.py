@@ -9,11 +9,9 @@ the ones an MCP server would write.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-import anyio
 import mcp_types as types
 from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -114,22 +112,165 @@ def modern_envelope(params: Any) -> dict[str, Any] | None:
     return {key: meta[key] for key in ENVELOPE_KEYS if key in meta}
 
 
-def parse_line(line: str | bytes) -> SessionMessage | Exception | None:
+# Methods the MCP specification defines as requests. Sent without an id they
+# can get no answer, yet a server dispatching on `method` might act on them,
+# so the gate never forwards one as a notification.
+REQUEST_METHODS = frozenset({
+    "initialize", "ping", "server/discover", "subscriptions/listen",
+    "tools/list", "tools/call", "resources/list", "resources/templates/list", "resources/read",
+    "resources/subscribe", "resources/unsubscribe", "prompts/list", "prompts/get", "completion/complete",
+    "logging/setLevel", "tasks/get", "tasks/result", "tasks/list", "tasks/cancel",
+    "sampling/createMessage", "elicitation/create", "roots/list",
+})
+
+# The members the gate itself reads: at the top level of every message, and in
+# the params of a tools/call.
+ENVELOPE_MEMBERS = ("jsonrpc", "id", "method", "params", "result", "error")
+CALL_MEMBERS = ("name", "arguments", "_meta")
+
+
+def fold(name: str) -> str:
+    """A member name as the most lenient JSON reader matches it.
+
+    Go's encoding/json (and SDKs built on it) matches struct fields ignoring
+    case with Unicode folding (`ſ` is `s`, the Kelvin sign is `k`); a later
+    Go SDK parser also ignored NUL characters. casefold() folds at least as
+    much as either.
+    """
+    return name.replace("\x00", "").casefold()
+
+
+_FOLDED_ENVELOPE = {fold(m): m for m in ENVELOPE_MEMBERS}
+_FOLDED_CALL = {fold(m): m for m in CALL_MEMBERS}
+
+
+class _Ambiguous(ValueError):
+    """A frame that two JSON readers could read as different messages."""
+
+
+def _pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(items)
+    if len(obj) != len(items):
+        seen: set[str] = set()
+        name = next(k for k, _ in items if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+        raise _Ambiguous(f"the member name {json.dumps(name)} appears twice in one object")
+    if len(items) > 1:
+        folded: dict[str, str] = {}
+        for key in obj:
+            other = folded.setdefault(fold(key), key)
+            if other != key:
+                raise _Ambiguous(f"the member names {json.dumps(other)} and {json.dumps(key)} differ only in "
+                                 "letter case or NUL characters")
+    return obj
+
+
+def _variant(obj: dict[str, Any], members: dict[str, str]) -> str | None:
+    for key in obj:
+        canonical = members.get(fold(key))
+        if canonical is not None and canonical != key:
+            return f"the member name {json.dumps(key)} is a variant of {json.dumps(canonical)}"
+    return None
+
+
+def strict_loads(data: str | bytes) -> Any:
+    """Parse a client frame so that every JSON reader would read it the same way; raises ValueError.
+
+    The wire rule: no duplicate member names in any object; no two member
+    names in one object that differ only in letter case (Unicode folding) or
+    NUL characters; at the top level and in a tools/call's params, no member
+    that is a case or NUL variant of a member the gate reads (a lenient
+    reader would take it for that member, which the gate never checked); no
+    `method` beside `result` or `error` (one reader dispatches a request,
+    another sees a response); no NaN or Infinity tokens (but in a tools/call,
+    whose arguments the validator refuses with their path). Python keeps the
+    last of two duplicates and JavaScript too, other readers the first; Go
+    matches names ignoring case. A frame outside the rule is refused whole
+    rather than normalised, since normalising picks one reader's answer.
+    """
+    constants: list[str] = []
+
+    def constant(token: str) -> float:
+        constants.append(token)
+        return float(token)
+
+    value = json.loads(data, object_pairs_hook=_pairs, parse_constant=constant)
+    if isinstance(value, dict):
+        reason = _variant(value, _FOLDED_ENVELOPE)
+        if reason is None and "method" in value and ("result" in value or "error" in value):
+            reason = "a message has a method and also a result or an error"
+        if reason is None and value.get("method") == "tools/call" and isinstance(value.get("params"), dict):
+            reason = _variant(value["params"], _FOLDED_CALL)
+        if reason is not None:
+            raise _Ambiguous(reason)
+    if constants and not (isinstance(value, dict) and value.get("method") == "tools/call"):
+        # In a tools/call the validator refuses them with the argument's path,
+        # which tells the model more; anywhere else they are not JSON.
+        raise ValueError(f"{constants[0]} is not a JSON value")
+    return value
+
+
+def wire_problem(body: bytes) -> WireError | None:
+    """The wire rule (strict_loads) for a frame the SDK's HTTP transports will parse themselves.
+
+    None when the frame is unambiguous (the SDK then parses and answers it,
+    including its ordinary parse errors); otherwise the refusal it deserves.
+    """
+    try:
+        value = strict_loads(body)
+    except _Ambiguous as exc:
+        return WireError(INVALID_REQUEST, f"Invalid Request: {exc}; refused so that no reader can see a "
+                         "different message than the gate checked", _top_level_id(body))
+    except RecursionError:
+        return WireError(PARSE_ERROR, "Parse error: the message nests too deeply to parse", _top_level_id(body))
+    except ValueError as exc:
+        return WireError(PARSE_ERROR, f"Parse error: {exc}")
+    if isinstance(value, list):
+        return WireError(INVALID_REQUEST, "Invalid Request: batches are not supported; send one message per request")
+    if isinstance(value, dict) and "id" in value:
+        raw_id = value["id"]
+        if not isinstance(raw_id, int | str) or isinstance(raw_id, bool):
+            # The SDK would read a request with such an id as a notification:
+            # the client would never be answered, and a request method would
+            # travel without an id.
+            return _diagnose_value(value)
+    return None
+
+
+def parse_line(line: str | bytes, *, strict: bool = True) -> SessionMessage | Exception | None:
     """Parse one line of a newline-delimited JSON-RPC stream.
 
     Returns None for a blank line, a SessionMessage, or a WireError carrying the
-    reply a bad frame deserves. The SDK parser alone is not enough: a request
-    whose id is 1.0, true or null fails the strict RequestId type and silently
-    validates as a *notification*, which would drop the client's reply.
+    reply a bad frame deserves. `strict` applies the wire rule (strict_loads):
+    for frames from the client, which the gate decides on. The SDK parser
+    alone is not enough either way: a request whose id is 1.0, true or null
+    fails the strict RequestId type and silently validates as a
+    *notification*, which would drop the client's reply.
     """
     if not line.strip():
         return None
-    try:
-        message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-    except ValueError:
-        return _diagnose(line)
-    if isinstance(message, types.JSONRPCNotification) and _has_id_member(line):
-        return _diagnose(line)
+    if strict:
+        try:
+            value = strict_loads(line)
+        except _Ambiguous as exc:
+            return WireError(INVALID_REQUEST, f"Invalid Request: {exc}; refused so that no reader can see a "
+                             "different message than the gate checked", _top_level_id(line))
+        except RecursionError:
+            return WireError(PARSE_ERROR, "Parse error: the message nests too deeply to parse", _top_level_id(line))
+        except ValueError as exc:
+            return WireError(PARSE_ERROR, f"Parse error: {exc}")
+        try:
+            message = types.jsonrpc_message_adapter.validate_python(value, by_name=False)
+        except ValueError:
+            return _diagnose_value(value)
+        if isinstance(message, types.JSONRPCNotification) and isinstance(value, dict) and "id" in value:
+            return _diagnose_value(value)
+    else:
+        try:
+            message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        except ValueError:
+            return _diagnose(line)
+        if isinstance(message, types.JSONRPCNotification) and _has_id_member(line):
+            return _diagnose(line)
     if isinstance(line, bytes):
         return WireMessage(message, raw=line if line.endswith(b"\n") else line + b"\n")
     return SessionMessage(message)
@@ -186,6 +327,10 @@ def _diagnose(line: str | bytes) -> WireError:
         return WireError(PARSE_ERROR, "Parse error: the message nests too deeply to parse", _top_level_id(line))
     except ValueError as exc:
         return WireError(PARSE_ERROR, f"Parse error: {exc}")
+    return _diagnose_value(raw)
+
+
+def _diagnose_value(raw: Any) -> WireError:
     if not isinstance(raw, dict):
         return WireError(
             INVALID_REQUEST, "Invalid Request: a message must be a JSON object (batches are not supported)"
@@ -204,29 +349,3 @@ def _diagnose(line: str | bytes) -> WireError:
     if isinstance(raw.get("method"), str) and "params" in raw and not isinstance(raw["params"], dict | None):
         return WireError(INVALID_PARAMS, "Invalid params: params must be an object", echo)
     return WireError(INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message", echo)
-
-
-class WatchedReader:
-    """A read stream that shows each message to ``watch`` (an async callable) before passing it on.
-
-    The HTTP side uses it to learn from traffic without touching it: the
-    negotiated protocol version for header stamping, the client's requests for
-    stream routing.
-    """
-
-    def __init__(self, inner: Any, watch: Callable[[Any], Awaitable[None]], *, whole: bool = False) -> None:
-        self._inner = inner
-        self._watch = watch
-        self._whole = whole  # show the SessionMessage (with its metadata), not only the JSON-RPC message
-
-    def __aiter__(self) -> WatchedReader:
-        return self
-
-    async def __anext__(self) -> Any:
-        try:
-            item = await self._inner.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            raise StopAsyncIteration from None
-        if isinstance(item, SessionMessage):
-            await self._watch(item if self._whole else item.message)
-        return item

@@ -1,10 +1,4 @@
-"""One gated session: a client stream pair, its own upstream, Catalog, GuardHooks and Relay.
-
-Every listening side (stdio, SSE, Streamable HTTP) hands `run_session` the
-stream pair its transport yields; the upstream (a stdio child, an SSE or a
-Streamable HTTP server) is opened for that session alone and closed with it,
-so a session's end (DELETE, client gone, idle timeout) ends its upstream
-session or child too.
+"""Which HTTP stream each upstream message goes to, on the Streamable HTTP listening side.
 
 `StreamRouter` sits between the Relay and a Streamable HTTP server transport.
 A message that belongs to a client request (progress, a log message, a
@@ -22,105 +16,17 @@ router writes that error itself and drops a late upstream answer.
 
 from __future__ import annotations
 
-import logging
-from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 import mcp_types as types
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
 
-from proxy.catalog import Catalog
-from proxy.gate import Gate
-from proxy.guard import GuardHooks
-from proxy.http_answer import SCOPE_KEY, Answer
-from proxy.relay import Relay
-from proxy.wire import WatchedReader, id_key, meta_of
-
-logger = logging.getLogger("mcp-schema-gate")
+from proxy.core.jsonrpc import id_key, meta_of
+from proxy.core.streams import ReadStream, WatchedReader, WriteStream
+from proxy.listen.answer import SCOPE_KEY, Answer
 
 REQUEST_CANCELLED = -32800  # what the SDK's Streamable HTTP server answers a cancelled request with
-
-
-@dataclass
-class UpstreamSpec:
-    """Where each session's upstream is: a stdio command, or a URL with its transport."""
-
-    command: list[str] | None = None
-    cwd: str | None = None
-    url: str | None = None
-    transport: str = "http"
-    headers: dict[str, str] | None = None
-
-    def describe(self) -> str:
-        return " ".join(self.command) if self.command else f"{self.url} ({self.transport})"
-
-
-@dataclass
-class GateSettings:
-    """What every session's GuardHooks is built from."""
-
-    compile_schema: Any
-    reject_as: str = "tool-error"
-    audit: Any = None
-    summary: Any = None
-    sessions_started: int = field(default=0)
-
-    def hooks(self) -> GuardHooks:
-        catalog = Catalog(self.compile_schema)
-        kwargs = {} if self.summary is None else {"summary": self.summary}
-        return GuardHooks(catalog, Gate(self.reject_as), self.audit, **kwargs)
-
-
-def open_upstream(spec: UpstreamSpec, catalog: Catalog):
-    if spec.command:
-        from proxy.stdio import upstream_stdio
-
-        return upstream_stdio(spec.command, cwd=spec.cwd)
-    from proxy.http_upstream import upstream_http
-
-    def schema_of(name: str) -> Any:
-        entry = catalog.get(name)
-        return entry.input_schema if entry is not None else None
-
-    assert spec.url is not None
-    return upstream_http(spec.url, spec.transport, schema_of, spec.headers)
-
-
-async def run_session(client: tuple[Any, Any], spec: UpstreamSpec, settings: GateSettings) -> int:
-    """Gate one client session until either side ends; 0: the client left, 1: the upstream went away."""
-    hooks = settings.hooks()
-    settings.sessions_started += 1
-    relay: Relay | None = None
-    try:
-        async with open_upstream(spec, hooks.catalog) as upstream:
-            relay = Relay(client, upstream, hooks)
-            return await relay.run()
-    except Exception as exc:  # an OSError, or an ExceptionGroup from an HTTP client transport
-        reason = _leaf(exc)
-        logger.warning("mcp-schema-gate: the upstream %s failed: %s", spec.describe(), reason)
-        if relay is None:
-            await _refuse(client, f"The upstream MCP server {spec.describe()} cannot be reached: {reason}")
-        return 1
-
-
-def _leaf(exc: BaseException) -> str:
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return f"{type(exc).__name__}: {exc}"
-
-
-async def _refuse(client: tuple[Any, Any], reason: str) -> None:
-    """No upstream: answer every client request with an error saying why, until the client leaves."""
-    read_stream, write_stream = client
-    async for item in read_stream:
-        if isinstance(item, SessionMessage) and isinstance(item.message, types.JSONRPCRequest):
-            error = types.ErrorData(code=types.INTERNAL_ERROR, message=reason)
-            reply = types.JSONRPCError(jsonrpc="2.0", id=item.message.id, error=error)
-            try:
-                await write_stream.send(SessionMessage(reply))
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                return
 
 
 class _RoutedWriter:
@@ -136,7 +42,7 @@ class _RoutedWriter:
 class StreamRouter:
     """Puts each upstream message on the HTTP stream it belongs to (see the module docstring)."""
 
-    def __init__(self, read_stream: Any, write_stream: Any, *, related_streams: bool = True) -> None:
+    def __init__(self, read_stream: ReadStream, write_stream: WriteStream, *, related_streams: bool = True) -> None:
         self._write = write_stream
         self._related_streams = related_streams  # False (JSON responses): everything but replies to the GET stream
         self._open: dict[tuple[bool, Any], Any] = {}  # client requests whose stream is open: key -> id

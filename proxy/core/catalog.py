@@ -1,0 +1,167 @@
+"""Catalog: the proxy's own view of the upstream's tools, one preflight per schema.
+
+Each revision is an immutable mapping swapped in with a single assignment, so
+a reader (the gate) sees either the old revision or the new one, never a mix;
+a call that already looked its tool up keeps the entry it found.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+import anyio
+
+import validator
+from validator import CompiledSchema, InputSchemaError
+
+logger = logging.getLogger("mcp-schema-gate")
+
+
+def as_schema_error(exc: BaseException) -> InputSchemaError:
+    """The validator's own error, or an execution_failure for anything else (a validator bug fails closed)."""
+    if isinstance(exc, InputSchemaError):
+        return exc
+    return InputSchemaError("execution_failure", f"the validator failed unexpectedly: {exc!r}")
+
+
+def _message(entry: ToolEntry) -> str | None:
+    return entry.error.message if entry.error is not None else None
+
+
+def where(error: InputSchemaError) -> str:
+    return f"{error.keyword or '?'} at {error.schema_path or '/'}"
+
+
+@dataclass(frozen=True)
+class ToolEntry:
+    name: str
+    input_schema: Any
+    compiled: CompiledSchema | None  # when the preflight passed
+    error: InputSchemaError | None  # the preflight error otherwise
+    # Kept so that the gate's own answers for the tool never contradict it
+    # (a refusal must not carry structuredContent the schema would reject).
+    output_schema: Any = None
+
+    def same_definition(self, other: ToolEntry) -> bool:
+        return self.input_schema == other.input_schema and self.output_schema == other.output_schema
+
+
+class Catalog:
+    """Tools by name, each with its CompiledSchema or its preflight error."""
+
+    def __init__(self, dialect: str = validator.CONTRACT) -> None:
+        if dialect not in validator.DIALECTS:
+            raise ValueError(f"unknown dialect {dialect!r}; expected one of {', '.join(validator.DIALECTS)}")
+        self.dialect = dialect
+        self._tools: Mapping[str, ToolEntry] = MappingProxyType({})
+        # Same schema text, same compiled object: relisting costs no recompiles.
+        self._cache: dict[str, tuple[CompiledSchema | None, InputSchemaError | None]] = {}
+        self.revision = 0
+        self.built = anyio.Event()  # set once the first full listing has been swapped in
+        self.failure: str | None = None  # why the last full listing failed, if it did
+
+    @property
+    def tools(self) -> Mapping[str, ToolEntry]:
+        return self._tools
+
+    def get(self, name: str) -> ToolEntry | None:
+        return self._tools.get(name)
+
+    def preflight(self, tool: Any) -> ToolEntry | None:
+        if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
+            return None
+        schema = tool.get("inputSchema")
+        try:
+            key = json.dumps(schema, sort_keys=True, allow_nan=True)
+        except (TypeError, ValueError):
+            key = None
+        cached = self._cache.get(key) if key is not None else None
+        if cached is None:
+            try:
+                cached = (validator.compile(schema, dialect=self.dialect), None)
+            except Exception as exc:  # InputSchemaError, or anything else: fail closed
+                cached = (None, as_schema_error(exc))
+            if key is not None:
+                self._cache[key] = cached
+        return ToolEntry(tool["name"], schema, cached[0], cached[1], tool.get("outputSchema"))
+
+    def _entries(self, tools: Iterable[Any]) -> dict[str, ToolEntry]:
+        """Entries by name. A name listed twice with different definitions is unsupported, both times.
+
+        Which of the two a server would run is anybody's guess, and a client
+        may have been shown either; validating against one of them could
+        pass arguments the other forbids.
+        """
+        entries: dict[str, ToolEntry] = {}
+        for entry in map(self.preflight, tools):
+            if entry is None:
+                continue
+            first = entries.get(entry.name)
+            if first is not None and not first.same_definition(entry):
+                error = InputSchemaError(
+                    "unsupported_capability",
+                    f"the server lists tool {entry.name!r} more than once with different definitions, so "
+                    "mcp-schema-gate cannot tell which schema applies; every call to it is refused",
+                    keyword="name")
+                entry = ToolEntry(entry.name, first.input_schema, None, error, first.output_schema)
+            elif first is not None:
+                continue
+            entries[entry.name] = entry
+        return entries
+
+    def replace(self, tools: Iterable[Any]) -> Mapping[str, ToolEntry]:
+        """Swap in a complete new revision built from a full listing."""
+        self._tools = MappingProxyType(self._entries(tools))
+        self.revision += 1
+        self.failure = None
+        self.built.set()
+        return self._tools
+
+    def merge(self, tools: Iterable[Any]) -> None:
+        """Adopt the tools of a listing page the client is about to see.
+
+        A page is partial, so tools it does not mention are kept. A tool whose
+        schema differs from ours is replaced, so a tool the client can see is
+        validated against the schema it saw.
+        """
+        changed = {}
+        for entry in self._entries(tools).values():
+            current = self._tools.get(entry.name)
+            if current is None or not current.same_definition(entry) or _message(current) != _message(entry):
+                changed[entry.name] = entry
+        if changed:
+            self._tools = MappingProxyType({**self._tools, **changed})
+            self.revision += 1
+
+    def fail(self, reason: str) -> None:
+        self.failure = reason
+        self.built.set()
+
+    def summary(self) -> list[str]:
+        """Startup lines for stderr: counts, then one line per unsupported tool."""
+        bad = [e for e in self._tools.values() if e.error is not None]
+        count = len(self._tools)
+        lines = [f"mcp-schema-gate: {count} tool{'' if count == 1 else 's'} listed, {len(bad)} unsupported "
+                 f"(dialect {self.dialect})"]
+        for entry in sorted(bad, key=lambda e: e.name):
+            assert entry.error is not None
+            lines.append(f"mcp-schema-gate:   {entry.name}: {entry.error.kind}: {where(entry.error)}")
+        if bad and self.dialect == validator.CONTRACT:
+            helped = sum(1 for e in bad if _compiles(e.input_schema, validator.EXTENDED))
+            if helped:
+                lines.append(f"mcp-schema-gate: {helped} of the {len(bad)} unsupported would be supported with "
+                             "--dialect extended")
+        return lines
+
+
+def _compiles(schema: Any, dialect: str) -> bool:
+    try:
+        validator.compile(schema, dialect=dialect)
+    except Exception:
+        return False
+    return True

@@ -1,0 +1,61 @@
+"""The two stream shapes every transport gives the relay, and a watching wrapper.
+
+They are the SDK's (`anyio` memory streams of `SessionMessage`, with an
+Exception on the read side for a frame that could not be parsed), written as
+Protocols so that the proxy's own pipe streams, the SDK's transports and the
+wrappers here are interchangeable and checked by type, not by convention.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, runtime_checkable
+
+import anyio
+from mcp.shared.message import SessionMessage
+
+
+@runtime_checkable
+class ReadStream(Protocol):
+    """What the relay reads: messages, or an Exception for a frame that could not be parsed."""
+
+    async def receive(self) -> SessionMessage | Exception: ...
+
+    def __aiter__(self) -> Any: ...
+
+
+@runtime_checkable
+class WriteStream(Protocol):
+    async def send(self, item: SessionMessage) -> None: ...
+
+
+StreamPair = tuple[ReadStream, WriteStream]
+
+
+class WatchedReader:
+    """A read stream that shows each message to ``watch`` (an async callable) before passing it on.
+
+    The HTTP side uses it to learn from traffic without touching it: the
+    negotiated protocol version for header stamping, the client's requests for
+    stream routing.
+    """
+
+    def __init__(self, inner: ReadStream, watch: Callable[[Any], Awaitable[None]], *, whole: bool = False) -> None:
+        self._inner = inner
+        self._watch = watch
+        self._whole = whole  # show the SessionMessage (with its metadata), not only the JSON-RPC message
+
+    def __aiter__(self) -> WatchedReader:
+        return self
+
+    async def receive(self) -> SessionMessage | Exception:
+        item = await self._inner.receive()
+        if isinstance(item, SessionMessage):
+            await self._watch(item if self._whole else item.message)
+        return item
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise StopAsyncIteration from None

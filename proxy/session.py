@@ -1,0 +1,146 @@
+"""The one place a gated session is assembled: a client stream pair, its own upstream, Catalog, hooks and Relay.
+
+Every listening side (stdio, SSE, Streamable HTTP) hands `run_session` the
+stream pair its transport yields. The upstream (a stdio child, an SSE or a
+Streamable HTTP server) is opened for that session alone, from the
+`UPSTREAMS` table, and closed with it, so a session's end (stdin closed, a
+DELETE, the SSE connection dropped, an idle timeout, a signal) ends its
+upstream session or child too.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import sys
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+import anyio
+import mcp_types as types
+from mcp.shared.message import SessionMessage
+
+from proxy.core.audit import AuditLog
+from proxy.core.catalog import Catalog
+from proxy.core.gate import Gate, RejectAs
+from proxy.core.hooks import GuardHooks
+from proxy.core.relay import Relay
+from proxy.core.streams import StreamPair
+
+logger = logging.getLogger("mcp-schema-gate")
+
+# Upstream transports by kind, imported only when used (as uvicorn's HTTP_PROTOCOLS):
+# each is an async context manager factory `(spec, catalog) -> StreamPair`.
+UPSTREAMS: dict[str, str] = {
+    "stdio": "proxy.upstream.stdio:open_stdio",
+    "sse": "proxy.upstream.sse:open_sse",
+    "http": "proxy.upstream.streamable_http:open_streamable_http",
+}
+
+# Session outcomes (also the CLI's exit statuses where a session is the whole run).
+CLIENT_LEFT = 0
+UPSTREAM_GONE = 1
+UPSTREAM_UNREACHABLE = 69  # EX_UNAVAILABLE
+COMMAND_NOT_STARTED = 127  # as a shell says of a command it cannot run
+
+
+def load(ref: str) -> Any:
+    module, _, attr = ref.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+@dataclass
+class UpstreamSpec:
+    """Where each session's upstream is: a stdio command, or a URL with its transport."""
+
+    command: list[str] | None = None
+    cwd: str | None = None
+    url: str | None = None
+    transport: str = "http"
+    headers: dict[str, str] | None = None
+
+    @property
+    def kind(self) -> str:
+        return "stdio" if self.command else self.transport
+
+    def describe(self) -> str:
+        return " ".join(self.command) if self.command else f"{self.url} ({self.transport})"
+
+
+@dataclass
+class GateSettings:
+    """What every session's hooks are built from."""
+
+    dialect: str = "contract"
+    reject_as: RejectAs = "tool-error"
+    audit: AuditLog | None = None
+    summary: TextIO = field(default_factory=lambda: sys.stderr)
+    sessions_started: int = 0
+
+    def hooks(self) -> GuardHooks:
+        return GuardHooks(Catalog(self.dialect), Gate(self.reject_as), self.audit, summary=self.summary)
+
+
+def open_upstream(spec: UpstreamSpec, catalog: Catalog) -> AbstractAsyncContextManager[StreamPair]:
+    opener: Callable[[UpstreamSpec, Catalog], AbstractAsyncContextManager[StreamPair]] = load(UPSTREAMS[spec.kind])
+    return opener(spec, catalog)
+
+
+@dataclass
+class SessionEnd:
+    status: int
+    reason: str | None = None  # one line for stderr when the session did not end because the client left
+
+
+async def run_session(client: StreamPair, spec: UpstreamSpec, settings: GateSettings, *,
+                      stop: anyio.Event | None = None, refuse_when_unreachable: bool = True) -> SessionEnd:
+    """Gate one client session until either side ends, or `stop` is set.
+
+    When the upstream cannot be opened, the session either answers every
+    client request with an error saying why until the client leaves (an HTTP
+    session: the server stays up for other sessions), or ends at once (a
+    stdio gate: the client sees its server exit, with the reason on stderr).
+    """
+    hooks = settings.hooks()
+    settings.sessions_started += 1
+    relay: Relay | None = None
+    try:
+        async with open_upstream(spec, hooks.catalog) as upstream:
+            relay = Relay(client, upstream, hooks)
+            status = await relay.run(stop)
+            return SessionEnd(status, relay.end_reason)
+    except Exception as exc:  # an OSError, or an ExceptionGroup from an HTTP client transport
+        if relay is not None:
+            raise
+        reason = _leaf(exc)
+        if spec.command and isinstance(exc, OSError):
+            line = f"cannot start {spec.command[0]!r}: {reason}; check the command after '--' and its PATH"
+            status = COMMAND_NOT_STARTED
+        else:
+            line = f"the upstream {spec.describe()} cannot be reached: {reason}; check the URL and that the server is up"
+            status = UPSTREAM_UNREACHABLE
+        logger.warning("mcp-schema-gate: %s", line)
+        if refuse_when_unreachable:
+            await _refuse(client, f"The upstream MCP server {spec.describe()} cannot be reached: {reason}")
+        return SessionEnd(status, line)
+
+
+def _leaf(exc: BaseException) -> str:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {exc}"
+
+
+async def _refuse(client: StreamPair, reason: str) -> None:
+    """No upstream: answer every client request with an error saying why, until the client leaves."""
+    read_stream, write_stream = client
+    async for item in read_stream:
+        if isinstance(item, SessionMessage) and isinstance(item.message, types.JSONRPCRequest):
+            error = types.ErrorData(code=types.INTERNAL_ERROR, message=reason)
+            reply = types.JSONRPCError(jsonrpc="2.0", id=item.message.id, error=error)
+            try:
+                await write_stream.send(SessionMessage(reply))
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                return
