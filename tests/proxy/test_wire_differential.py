@@ -410,6 +410,44 @@ def test_random_hostile_frames_over_http_are_refused_or_forwarded_with_one_readi
     assert_judged_clean(("http", http_gate), raw)
 
 
+def _exploitable(problems: list[str]) -> list[str]:
+    """Only what a server would act on: a reader finding a bad call, or a request as a notification."""
+    return [p for p in problems if p.startswith("upstream received") and "should not have forwarded" not in p]
+
+
+@_hypothesis_settings()
+@given(raw=hostile_frames())
+def test_random_hostile_frames_over_stdio_never_make_any_reader_run_a_refused_call(stdio_gate, raw: bytes) -> None:
+    # The security property alone (no rule conformance such as -32600 vs a tool
+    # error): separates "exploitable" from "answered in the wrong shape".
+    _, problems = run(("stdio", stdio_gate), raw)
+    assert not _exploitable(problems), "\n".join([f"frame: {raw.decode(errors='replace')}", *_exploitable(problems)])
+
+
+@_hypothesis_settings()
+@given(raw=hostile_frames())
+def test_random_hostile_frames_over_http_never_make_any_reader_run_a_refused_call(http_gate, raw: bytes) -> None:
+    _, problems = run(("http", http_gate), raw)
+    assert not _exploitable(problems), "\n".join([f"frame: {raw.decode(errors='replace')}", *_exploitable(problems)])
+
+
+# ---- positive controls: the rule must not starve legitimate traffic -------------------------------
+
+
+def test_a_plain_notification_is_still_forwarded_once(gate) -> None:
+    raw = frame(envelope("notifications/roots/list_changed", request_id=ABSENT))
+    exchange = assert_judged_clean(gate, raw)
+    assert [json.loads(line)["method"] for line in exchange.upstream] == ["notifications/roots/list_changed"]
+
+
+def test_a_plain_client_response_is_still_forwarded_once(gate) -> None:
+    # The answer to a server->client request (sampling, roots, elicitation) is a
+    # response frame; nothing in it is a method, so the rule leaves it alone.
+    raw = frame(O(("jsonrpc", "2.0"), ("id", "server-7"), ("result", {"roots": []})))
+    exchange = assert_judged_clean(gate, raw)
+    assert [json.loads(line).get("id") for line in exchange.upstream] == ["server-7"]
+
+
 def test_the_gate_survived_the_corpus_and_still_executes_a_valid_call_once(gate) -> None:
     exchange = assert_judged_clean(gate, frame(envelope(params=call("read", {"path": "/safe/final"}), request_id="last")))
     assert len(exchange.upstream) == 1
