@@ -19,7 +19,7 @@ case and NUL look-alikes of the names the gate reads, method mixed with
 result/error, request methods without id, batches, odd ids. Valid calls are in
 the corpus too, to prove the gate still lets good traffic through.
 
-Hypothesis: WIRE_HYPOTHESIS_EXAMPLES (default 60 per transport).
+Hypothesis: WIRE_HYPOTHESIS_EXAMPLES (default 100 per test).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from hypothesis import strategies as st
 from tests.proxy.json_readers import argument_problems, readings, upstream_violations, wire_verdict
 from tests.proxy.wire_gates import Exchange, HttpGate, StdioGate, replies_to
 
-EXAMPLES = int(os.environ.get("WIRE_HYPOTHESIS_EXAMPLES", "60"))
+EXAMPLES = int(os.environ.get("WIRE_HYPOTHESIS_EXAMPLES", "100"))
 
 BAD_PATH = "/etc/passwd"
 GOOD_READ = {"path": "/safe/x"}
