@@ -288,12 +288,14 @@ def _has_id_member(line: str | bytes) -> bool:
 
 
 def _top_level_id(line: str | bytes) -> int | str | None:
-    """The top-level "id" of a frame too deeply nested to parse, found by one flat scan.
+    """The top-level "id" of a frame that could not be parsed as one message, found by one flat scan.
 
-    Without it the reply to such a request would carry a null id and the client
-    would wait for its answer forever.
+    Without it the reply to such a request would carry a null id and the
+    client would wait for its answer forever. Of two ids, the last is the one
+    Python and JavaScript readers (and so most clients) would see.
     """
     text = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
+    found: int | str | None = None
     depth, i, n = 0, 0, len(text)
     while i < n:
         ch = text[i]
@@ -307,8 +309,8 @@ def _top_level_id(line: str | bytes) -> int | str | None:
                     try:
                         value, _ = json.JSONDecoder().raw_decode(rest[1:].lstrip())
                     except ValueError:
-                        return None
-                    return value if isinstance(value, (int, str)) and not isinstance(value, bool) else None
+                        value = None
+                    found = value if isinstance(value, int | str) and not isinstance(value, bool) else None
             i = end + 1
             continue
         if ch in "[{":
@@ -316,7 +318,7 @@ def _top_level_id(line: str | bytes) -> int | str | None:
         elif ch in "]}":
             depth -= 1
         i += 1
-    return None
+    return found
 
 
 def _diagnose(line: str | bytes) -> WireError:

@@ -44,14 +44,17 @@ GOOD_READ = {"path": "/safe/x"}
 BAD_READ = {"path": BAD_PATH}
 
 
+ABSENT = object()  # a member left out of a frame (an id-less request)
+
+
 # ---- frames written member by member (duplicates and order are the point) -----------------------
 
 
 class O(list):
-    """A JSON object as (name, value) pairs in wire order; duplicates allowed."""
+    """A JSON object as (name, value) pairs in wire order; duplicates allowed; a pair whose value is ABSENT is left out."""
 
     def __init__(self, *pairs: tuple[str, Any]) -> None:
-        super().__init__(pairs)
+        super().__init__(pair for pair in pairs if pair[1] is not ABSENT)
 
 
 def dumps(value: Any) -> str:
@@ -62,9 +65,6 @@ def dumps(value: Any) -> str:
     if isinstance(value, list):
         return "[" + ",".join(dumps(v) for v in value) + "]"
     return json.dumps(value)
-
-
-ABSENT = object()
 
 
 def envelope(method: Any = "tools/call", params: Any = ABSENT, request_id: Any = 1, *extra: tuple[str, Any]) -> O:
