@@ -106,6 +106,9 @@ def _serve_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--audit-arguments", action="store_true",
                         help="include the refused arguments in the audit log (off by default: they may hold secrets)")
     parser.add_argument("--cwd", metavar="DIR", help="working directory for COMMAND (default: the current one)")
+    parser.add_argument("--drain-timeout", type=float, default=10.0, metavar="SECONDS",
+                        help="after the client closes its input, wait this long for answers to requests it already "
+                        "sent, then answer the rest with errors and exit (default 10)")
     parser.add_argument("--quiet", action="store_true",
                         help="do not print the startup summary (tools listed, unsupported ones) on stderr")
     group = parser.add_argument_group("transports and HTTP security")
@@ -271,7 +274,7 @@ def _serve(args: Any, command: list[str]) -> int:
         raise UsageError(f"--audit-log {args.audit_log}: cannot open it for appending ({exc.strerror}); "
                          "choose a writable path") from None
     summary = open(os.devnull, "w") if args.quiet else sys.stderr  # noqa: SIM115 - lives as long as the gate
-    settings = GateSettings(args.dialect, args.reject_as, audit, summary)
+    settings = GateSettings(args.dialect, args.reject_as, audit, summary, drain_timeout=max(0.0, args.drain_timeout))
     serve = load(LISTENERS["stdio" if listen is None else listen.kind])
     try:
         return anyio.run(run_until_signal, lambda stop: serve(listen, spec, settings, stop))

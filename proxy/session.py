@@ -26,7 +26,7 @@ from proxy.core.audit import AuditLog
 from proxy.core.catalog import Catalog
 from proxy.core.gate import Gate, RejectAs
 from proxy.core.hooks import GuardHooks
-from proxy.core.relay import Relay
+from proxy.core.relay import DRAIN_TIMEOUT, Relay
 from proxy.core.streams import StreamPair
 
 logger = logging.getLogger("mcp-schema-gate")
@@ -77,6 +77,7 @@ class GateSettings:
     reject_as: RejectAs = "tool-error"
     audit: AuditLog | None = None
     summary: TextIO = field(default_factory=lambda: sys.stderr)
+    drain_timeout: float = DRAIN_TIMEOUT
     sessions_started: int = 0
 
     def hooks(self) -> GuardHooks:
@@ -108,7 +109,7 @@ async def run_session(client: StreamPair, spec: UpstreamSpec, settings: GateSett
     relay: Relay | None = None
     try:
         async with open_upstream(spec, hooks.catalog) as upstream:
-            relay = Relay(client, upstream, hooks)
+            relay = Relay(client, upstream, hooks, drain_timeout=settings.drain_timeout)
             status = await relay.run(stop)
             return SessionEnd(status, relay.end_reason)
     except Exception as exc:  # an OSError, or an ExceptionGroup from an HTTP client transport

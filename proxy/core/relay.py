@@ -87,7 +87,9 @@ class _Slot:
 
 
 class Relay:
-    def __init__(self, client: StreamPair, upstream: StreamPair, hooks: Hooks | None = None) -> None:
+    def __init__(self, client: StreamPair, upstream: StreamPair, hooks: Hooks | None = None, *,
+                 drain_timeout: float = DRAIN_TIMEOUT) -> None:
+        self._drain_timeout = drain_timeout
         self._client_read: ReadStream = client[0]
         self._client_write: WriteStream = client[1]
         self._upstream_read: ReadStream = upstream[0]
@@ -221,14 +223,18 @@ class Relay:
             async def client_side() -> None:
                 await self._pump_client()
                 # Give requests already sent their answers, then stop.
-                with anyio.move_on_after(DRAIN_TIMEOUT):
+                with anyio.move_on_after(self._drain_timeout):
                     if not self._settled():
                         self._drained = anyio.Event()
                         await self._drained.wait()
-                await self.answer_all(
-                    f"The upstream MCP server did not answer within {DRAIN_TIMEOUT:g} s after the client "
-                    "closed its input; the gate is exiting"
-                )
+                if self.inflight:
+                    unanswered = sum(not entry.standing for entry in self.inflight.values())
+                    if unanswered:
+                        self.end_reason = (f"{unanswered} request(s) still unanswered {self._drain_timeout:g} s "
+                                           "after the client closed its input were answered with errors")
+                    await self.answer_all(
+                        f"The upstream MCP server did not answer within {self._drain_timeout:g} s after the client "
+                        "closed its input; the gate is exiting")
                 tg.cancel_scope.cancel()
 
             async def stop_side() -> None:

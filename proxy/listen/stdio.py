@@ -88,6 +88,6 @@ async def serve_stdio(listen: None, spec: UpstreamSpec, settings: GateSettings, 
     """One client on stdin/stdout, one upstream; the exit status says how the session ended."""
     async with client_stdio() as client:
         end = await run_session(client, spec, settings, stop=stop, refuse_when_unreachable=False)
-    if end.status and end.reason:
+    if end.reason and end.reason != "stopped":
         print(f"mcp-schema-gate: exiting: {end.reason}", file=sys.stderr, flush=True)
     return end.status

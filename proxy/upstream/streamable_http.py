@@ -94,7 +94,17 @@ class HeaderStamper:
 
     def headers_for(self, message: Any) -> dict[str, str] | None:
         if not isinstance(message, types.JSONRPCRequest):
-            return None
+            # Notifications and the client's responses are HTTP requests too:
+            # they carry the negotiated version (and a notification its method).
+            headers = {}
+            if isinstance(message, types.JSONRPCNotification):
+                headers[MCP_METHOD_HEADER] = message.method
+                version = (meta_of(message.params) or {}).get(PROTOCOL_VERSION_META_KEY)
+                if isinstance(version, str):
+                    headers[MCP_PROTOCOL_VERSION_HEADER] = version
+            if MCP_PROTOCOL_VERSION_HEADER not in headers and self.negotiated:
+                headers[MCP_PROTOCOL_VERSION_HEADER] = self.negotiated
+            return headers or None
         params = message.params if isinstance(message.params, dict) else {}
         if message.method == "initialize":
             self._initialize_ids.add(message.id)

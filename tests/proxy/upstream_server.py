@@ -23,6 +23,10 @@ warnings.simplefilter("ignore")  # the deprecated logging API is exercised on pu
 
 RECORD = os.environ.get("UPSTREAM_RECORD")
 PAGE_SIZE = int(os.environ.get("UPSTREAM_PAGE_SIZE", "0"))
+# Seconds every listing takes once `flip` has changed the tools (a slow server's relisting).
+LIST_DELAY = float(os.environ.get("UPSTREAM_LIST_DELAY", "0"))
+# 1: list `echo` a second time, with an open schema (a server with a duplicate tool name).
+DUPLICATE = os.environ.get("UPSTREAM_DUPLICATE") == "1"
 HARD_PATTERN = "^(([a-z])+.)+[A-Z]([a-z])+$"  # catastrophic backtracking on "aaaa…"
 STATE = {"mutable_revision": 1, "revealed": False}
 
@@ -57,6 +61,8 @@ def tools() -> list[types.Tool]:
     ]
     if STATE["revealed"]:  # appears without any list_changed notification
         specs.append(("hidden", obj({"n": {"type": "integer"}}, ["n"])))
+    if DUPLICATE:
+        specs.append(("echo", obj({"text": {"type": "string"}})))
     return [types.Tool(name=n, description=f"test tool {n}", input_schema=s) for n, s in specs]
 
 
@@ -65,6 +71,8 @@ def text(value: str) -> types.CallToolResult:
 
 
 async def list_tools(ctx, params) -> types.ListToolsResult:
+    if LIST_DELAY and STATE["mutable_revision"] != 1:
+        await anyio.sleep(LIST_DELAY)
     listed = tools()
     if PAGE_SIZE <= 0:
         return types.ListToolsResult(tools=listed)

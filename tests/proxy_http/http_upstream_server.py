@@ -8,6 +8,7 @@ Prints `PORT <n>` on stdout once listening; same environment as the stdio one.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
 from pathlib import Path
@@ -25,6 +26,7 @@ from starlette.routing import Mount, Route  # noqa: E402
 
 import tests.proxy.upstream_server as upstream  # noqa: E402
 from tests.proxy.upstream_server import build, record  # noqa: E402
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS  # noqa: E402
 
 if os.environ.get("UPSTREAM_HEADER_TOOL") == "1":
     # A tool whose `region` is mirrored in an `Mcp-Param-Region` header: at
@@ -39,6 +41,10 @@ if os.environ.get("UPSTREAM_HEADER_TOOL") == "1":
         return [*_tools(), types.Tool(name="regional", description="test tool regional", input_schema=schema)]
 
     upstream.tools = tools_with_header_tool
+
+
+# 1: refuse every request whose MCP-Protocol-Version is newer than the handshake era (HTTP 400, -32022).
+LEGACY_ONLY = os.environ.get("UPSTREAM_LEGACY_ONLY") == "1"
 
 
 def app() -> Starlette:
@@ -58,6 +64,19 @@ def app() -> Starlette:
             yield
 
     async def streamable(scope, receive, send) -> None:
+        headers = dict(scope.get("headers", []))
+        if scope["type"] == "http" and scope["method"] == "POST":
+            version = headers.get(b"mcp-protocol-version", b"").decode() or None
+            record({"event": "post", "method": headers.get(b"mcp-method", b"").decode(), "version": version})
+            if LEGACY_ONLY and version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
+                # A server that speaks only the handshake era, as a 2025-11-25 SDK answers a newer version.
+                body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {
+                    "code": -32022, "message": f"Unsupported protocol version: {version}",
+                    "data": {"supported": list(HANDSHAKE_PROTOCOL_VERSIONS), "requested": version}}}).encode()
+                await send({"type": "http.response.start", "status": 400,
+                            "headers": [(b"content-type", b"application/json")]})
+                await send({"type": "http.response.body", "body": body})
+                return
         if scope["type"] != "http" or scope["method"] != "DELETE":
             await manager.handle_request(scope, receive, send)
             return

@@ -40,7 +40,10 @@ def test_header_stamper_follows_the_relayed_handshake_and_the_annotations() -> N
     # a 2026-07-28 request carries its own version
     modern = request(3, "tools/list", {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}})
     assert stamper.headers_for(modern)["mcp-protocol-version"] == "2026-07-28"
-    assert stamper.headers_for(types.JSONRPCNotification(jsonrpc="2.0", method="notifications/initialized")) is None
+    # a notification is an HTTP request too: the negotiated version, and its method
+    notification = types.JSONRPCNotification(jsonrpc="2.0", method="notifications/initialized")
+    assert stamper.headers_for(notification) == {"mcp-method": "notifications/initialized",
+                                                 "mcp-protocol-version": "2025-06-18"}
 
 
 async def test_stream_router_routes_by_tag_then_progress_token_else_get_stream() -> None:

@@ -1,0 +1,131 @@
+"""The HTTP listener under hostile or careless use: no 500s, no unauthenticated exposure, no idle piles, slow calls kept alive."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.proxy.conftest import ROOT, calls, environment, upstream_command
+from tests.proxy_http.conftest import http_gate, raw_client
+
+INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
+
+
+async def open_session(http, url: str) -> dict[str, str]:
+    reply = await http.post(url, content=json.dumps(INIT))
+    assert reply.status_code == 200, reply.text
+    headers = {"mcp-session-id": reply.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+    await http.post(url, content=json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+                    headers=headers)
+    return headers
+
+
+async def test_a_get_with_last_event_id_is_a_clear_400_not_a_500(record: Path) -> None:
+    async with http_gate(record, "http", None) as (url, _), raw_client() as http:
+        headers = await open_session(http, url)
+        reply = await http.get(url, headers={**headers, "accept": "text/event-stream", "last-event-id": "7"})
+        assert reply.status_code == 400, reply.text
+        assert "Last-Event-ID" in reply.json()["error"]["message"]
+
+
+async def test_hostile_frames_over_http_get_400_with_their_id_and_never_reach_the_upstream(record: Path) -> None:
+    async with http_gate(record, "http", None) as (url, _), raw_client() as http:
+        headers = await open_session(http, url)
+        frames = [
+            ('{"jsonrpc":"2.0","id":"e","error":{"code":1,"message":"x"},"method":"tools/call",'
+             '"params":{"name":"echo","arguments":{"text":""}}}', "e"),
+            ('{"jsonrpc":"2.0","id":"d","method":"tools/call","params":{"name":"echo","arguments":{"text":"ok"}},'
+             '"method":"ping"}', "d"),
+            ('{"jsonrpc":"2.0","id":"v","method":"tools/call","params":{"name":"echo","arguments":{"text":"ok"},'
+             '"Arguments":{"text":""}}}', "v"),
+            ('{"jsonrpc":"2.0","id":1.0,"method":"tools/call","params":{"name":"echo","arguments":{"text":""}}}', 1.0),
+        ]
+        for body, request_id in frames:
+            reply = await http.post(url, content=body, headers=headers)
+            assert reply.status_code == 400, (body, reply.text)
+            error = reply.json()
+            assert error["id"] == request_id and error["error"]["code"] == -32600, (body, error)
+    assert calls(record) == []
+
+
+def test_listening_beyond_loopback_needs_a_token_or_an_explicit_opt_out(record: Path) -> None:
+    command = [sys.executable, "-m", "proxy", "--listen", "http://0.0.0.0:0", "--", *upstream_command()]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=environment(record), timeout=30)
+    assert done.returncode == 2
+    assert "--auth-token" in done.stderr and "--allow-unauthenticated" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+
+
+async def test_allow_unauthenticated_starts_on_a_wildcard_address(record: Path) -> None:
+    async with http_gate(record, "http", None) as _:
+        pass  # loopback: no flag needed
+    command = [sys.executable, "-m", "proxy", "--listen", "http://0.0.0.0:0", "--allow-unauthenticated",
+               "--", *upstream_command()]
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, cwd=ROOT, env=environment(record))
+    try:
+        line = process.stderr.readline().decode()
+        assert "listening on http://0.0.0.0:" in line, line
+    finally:
+        process.terminate()
+        process.wait(timeout=15)
+
+
+async def test_a_connection_that_sends_no_headers_is_closed_after_the_header_timeout(record: Path) -> None:
+    async with http_gate(record, "http", None, "--header-timeout", "1") as (url, _):
+        port = int(url.rsplit(":", 1)[1].split("/")[0])
+        with socket.create_connection(("127.0.0.1", port)) as sock:
+            sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # and then nothing
+            sock.settimeout(10)
+            started = time.monotonic()
+            assert sock.recv(1024) == b""  # closed by the gate
+            assert time.monotonic() - started < 5
+
+
+async def test_connections_beyond_the_cap_get_503(record: Path) -> None:
+    async with http_gate(record, "http", None, "--max-connections", "2") as (url, _):
+        port = int(url.rsplit(":", 1)[1].split("/")[0])
+        held = [socket.create_connection(("127.0.0.1", port)) for _ in range(2)]
+        try:
+            await anyio.sleep(0.3)
+            async with raw_client() as http:
+                reply = await http.post(url, content=json.dumps(INIT))
+            assert reply.status_code == 503, reply.text
+        finally:
+            for sock in held:
+                sock.close()
+
+
+async def test_a_slow_call_gets_its_headers_within_a_second_and_then_its_reply(record: Path) -> None:
+    async with http_gate(record, "http", None) as (url, _), raw_client() as http:
+        headers = await open_session(http, url)
+        body = json.dumps({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                           "params": {"name": "slow", "arguments": {"steps": 120}}})  # 6 s, no progress token
+        started = time.monotonic()
+        async with http.stream("POST", url, content=body, headers=headers) as reply:
+            headers_after = time.monotonic() - started
+            assert reply.headers["content-type"].startswith("text/event-stream")
+            text = (await reply.aread()).decode()
+        assert headers_after < 1.5, headers_after
+        messages = [json.loads(line[5:]) for line in text.splitlines() if line.startswith("data:")]
+        assert messages[-1]["id"] == 9 and "slow done" in messages[-1]["result"]["content"][0]["text"]
+        assert ": waiting for the reply" in text
+
+
+@pytest.mark.parametrize("value", ["http://127.0.0.1:0/mcp", "http://127.0.0.1:0/"])
+async def test_listen_takes_the_form_the_gate_prints(record: Path, value: str) -> None:
+    command = [sys.executable, "-m", "proxy", "--listen", value, "--", *upstream_command()]
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, cwd=ROOT, env=environment(record))
+    try:
+        line = process.stderr.readline().decode()
+        assert "listening on http://127.0.0.1:" in line, line
+    finally:
+        process.terminate()
+        process.wait(timeout=15)
