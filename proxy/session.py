@@ -96,13 +96,13 @@ class SessionEnd:
 
 
 async def run_session(client: StreamPair, spec: UpstreamSpec, settings: GateSettings, *,
-                      stop: anyio.Event | None = None, refuse_when_unreachable: bool = True) -> SessionEnd:
+                      stop: anyio.Event | None = None) -> SessionEnd:
     """Gate one client session until either side ends, or `stop` is set.
 
-    When the upstream cannot be opened, the session either answers every
-    client request with an error saying why until the client leaves (an HTTP
-    session: the server stays up for other sessions), or ends at once (a
-    stdio gate: the client sees its server exit, with the reason on stderr).
+    When the upstream cannot be opened, every client request is answered
+    with an error saying why, until the client leaves (or `stop`); the
+    session's status then says which failure it was, and a stdio gate
+    exits with it.
     """
     hooks = settings.hooks()
     settings.sessions_started += 1
@@ -123,9 +123,17 @@ async def run_session(client: StreamPair, spec: UpstreamSpec, settings: GateSett
             line = f"the upstream {spec.describe()} cannot be reached: {reason}; check the URL and that the server is up"
             status = UPSTREAM_UNREACHABLE
         logger.warning("mcp-schema-gate: %s", line)
-        if refuse_when_unreachable:
+        async with anyio.create_task_group() as tg:
+            if stop is not None:
+                tg.start_soon(_cancel_when_set, stop, tg.cancel_scope)
             await _refuse(client, f"The upstream MCP server {spec.describe()} cannot be reached: {reason}")
+            tg.cancel_scope.cancel()
         return SessionEnd(status, line)
+
+
+async def _cancel_when_set(event: anyio.Event, scope: anyio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()
 
 
 def _leaf(exc: BaseException) -> str:

@@ -87,7 +87,7 @@ async def client_stdio(stdin_fd: int = 0, stdout_fd: int = 1) -> AsyncIterator[S
 async def serve_stdio(listen: None, spec: UpstreamSpec, settings: GateSettings, stop: anyio.Event) -> int:
     """One client on stdin/stdout, one upstream; the exit status says how the session ended."""
     async with client_stdio() as client:
-        end = await run_session(client, spec, settings, stop=stop, refuse_when_unreachable=False)
+        end = await run_session(client, spec, settings, stop=stop)
     if end.reason and end.reason != "stopped":
         print(f"mcp-schema-gate: exiting: {end.reason}", file=sys.stderr, flush=True)
     return end.status

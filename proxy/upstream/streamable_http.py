@@ -25,6 +25,7 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
+import urllib.request
 from urllib.parse import urlsplit
 
 import anyio
@@ -49,7 +50,7 @@ from pydantic import ValidationError
 
 from proxy.core.jsonrpc import PROTOCOL_VERSION_META_KEY, meta_of
 from proxy.core.streams import StreamPair, WatchedReader
-from proxy.upstream.post_pool import HTTPError, PostPool
+from proxy.upstream.post_pool import CONNECT_TIMEOUT, HTTPError, PostPool
 from proxy.upstream.post_pool import eligible as lean_posts_for
 from proxy.upstream.sse_decoder import SSEDecoder, SSEError
 
@@ -389,6 +390,25 @@ async def _streamable_http(url: str, headers: dict[str, str] | None) -> AsyncIte
                 tg.cancel_scope.cancel()
 
 
+async def _reachable(url: str) -> None:
+    """Raise OSError when nothing listens at the URL's host and port.
+
+    The SDK's client connects lazily, at the first POST, and answers that
+    request with an error; a session whose upstream was never there should
+    end saying so (a stdio gate exits non-zero) rather than answer every
+    request with an error. Skipped where the environment routes through a
+    proxy, which is what the connection would reach.
+    """
+    parts = urlsplit(url)
+    proxies = urllib.request.getproxies()
+    if (parts.scheme in proxies or "all" in proxies) and not urllib.request.proxy_bypass(parts.hostname or ""):
+        return
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    with anyio.fail_after(CONNECT_TIMEOUT):
+        stream = await anyio.connect_tcp(parts.hostname or "", port)
+    await stream.aclose()
+
+
 @asynccontextmanager
 async def open_streamable_http(spec: UpstreamSpec, catalog: Catalog) -> AsyncIterator[StreamPair]:
     """The upstream of one session (session.UPSTREAMS): its own Streamable HTTP session, headers stamped."""
@@ -398,6 +418,7 @@ async def open_streamable_http(spec: UpstreamSpec, catalog: Catalog) -> AsyncIte
         entry = catalog.get(name)
         return entry.input_schema if entry is not None else None
 
+    await _reachable(spec.url)
     stamper = HeaderStamper(schema_of)
     async with _streamable_http(spec.url, spec.headers) as (read_stream, write_stream):
         yield WatchedReader(read_stream, stamper.observe), _StampingWriter(write_stream, stamper)
