@@ -20,9 +20,10 @@ which a relay (no session layer) has to supply itself:
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 import urllib.request
@@ -31,7 +32,7 @@ from urllib.parse import urlsplit
 import anyio
 import httpx2
 import mcp_types as types
-from httpx2 import EventSource
+from httpx2 import EventSource, ServerSentEvent
 from mcp.client.streamable_http import MCP_SESSION_ID, StreamableHTTPTransport
 from mcp.shared._context_streams import create_context_streams
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -192,41 +193,53 @@ class _TaggingTransport(StreamableHTTPTransport):
         return await super()._handle_sse_event(sse, read_stream_writer, original_request_id, resumption_callback)
 
     async def _handle_sse_response(self, response: Any, ctx: Any) -> None:
-        """The SDK's, except that the stream is read to its end before the reply is passed on.
+        """The SDK's POST stream reader (httpx2), through the one event loop below."""
+        events = aiter(EventSource(response, max_event_size=self.max_sse_event_size))
 
-        The SDK closes the response as soon as the reply event is parsed, a few
-        bytes before the server ends the chunked body, so the connection cannot
-        go back to the pool and every upstream request pays for a new TCP
+        async def finish() -> None:
+            async for _ in events:
+                pass
+
+        try:
+            await self._read_events(ctx, events, finish)
+        finally:
+            await response.aclose()
+
+    async def _read_events(self, ctx: Any, events: AsyncIterator[ServerSentEvent],
+                           finish: Callable[[], Awaitable[None]]) -> None:
+        """Hand a POST's SSE events to the SDK; at the reply, read the body to its end first.
+
+        Both POST paths (httpx2 and the lean pool) come through here. The SDK
+        closes the response as soon as the reply event is parsed, a few bytes
+        before the server ends the chunked body, so the connection cannot go
+        back to the pool and every upstream request pays for a new TCP
         connection (on both sides). The server ends the stream right after the
-        reply; reading on to that end first means the connection is back in the
-        pool before the client can send its next request. A stream that does
-        not end within DRAIN_SECONDS is closed as the SDK would.
+        reply; reading on to that end (`finish`) first means the connection is
+        back in the pool before the client can send its next request. A stream
+        that does not end within DRAIN_SECONDS is closed as the SDK would.
         """
         request_id = ctx.session_message.message.id
         last_event_id: str | None = None
         retry_interval_ms: int | None = None
         callback = ctx.metadata.on_resumption_token_update if ctx.metadata else None
         try:
-            events = aiter(EventSource(response, max_event_size=self.max_sse_event_size))  # one iterator, drained below
             async for sse in events:
                 if sse.id:
                     last_event_id = sse.id
                 if sse.retry is not None:
                     retry_interval_ms = sse.retry
-                if _is_reply(sse.data):
+                reply = _is_reply(sse.data)
+                if reply:
                     with anyio.move_on_after(DRAIN_SECONDS):
-                        async for _ in events:
-                            pass
-                    await response.aclose()
-                    await self._handle_sse_event(sse, ctx.read_stream_writer, original_request_id=request_id,
-                                                 resumption_callback=callback)
-                    return
+                        await finish()
                 await self._handle_sse_event(sse, ctx.read_stream_writer, original_request_id=request_id,
                                              resumption_callback=callback)
-        except httpx2.SSEError as exc:
+                if reply:
+                    return
+        except (httpx2.SSEError, SSEError) as exc:
             await self._resolve_abandoned_request(ctx.read_stream_writer, request_id, f"SSE stream failed: {exc}")
             return
-        except Exception:
+        except Exception:  # the connection broke (httpx2's or the pool's error): resume or answer below
             logger.debug("SSE stream ended", exc_info=True)
         await self._ended_without_reply(ctx, request_id, last_event_id, retry_interval_ms)
 
@@ -242,14 +255,14 @@ class _TaggingTransport(StreamableHTTPTransport):
     def __init__(self, url: str, pool: PostPool | None = None) -> None:
         super().__init__(url)
         self._pool = pool
+        # Chosen once: the lean pool for plain http:// without a proxy, else the SDK's httpx2 POST.
+        self._post: Callable[[Any], Awaitable[None]] = (
+            functools.partial(self._post_lean, pool=pool) if pool is not None else super()._handle_post_request)
 
     async def _handle_post_request(self, ctx) -> None:
         message = ctx.session_message.message
         try:
-            if self._pool is not None:
-                await self._post_lean(ctx, self._pool)
-            else:
-                await super()._handle_post_request(ctx)
+            await self._post(ctx)
         except (httpx2.TransportError, HTTPError) as exc:
             # The SDK lets a connection error escape the POST task, which tears
             # the whole transport down and leaves the request unanswered; a relay
@@ -334,31 +347,20 @@ class _TaggingTransport(StreamableHTTPTransport):
         await ctx.read_stream_writer.send(SessionMessage(message))
 
     async def _lean_sse(self, ctx, request_id: Any, response: Any) -> None:
-        """Events until the reply, then the rest of the body (so the connection is reused), as `_handle_sse_response`."""
+        """The lean pool's SSE answer, through the same event loop as httpx2's (`_read_events`)."""
         decoder = SSEDecoder(self.max_sse_event_size)
-        callback = ctx.metadata.on_resumption_token_update if ctx.metadata else None
-        last_event_id: str | None = None
-        retry_interval_ms: int | None = None
         chunks = aiter(response.chunks())
-        try:
+
+        async def events() -> AsyncIterator[ServerSentEvent]:
             async for chunk in chunks:
                 for sse in decoder.feed(chunk):
-                    if sse.id:
-                        last_event_id = sse.id
-                    if sse.retry is not None:
-                        retry_interval_ms = sse.retry
-                    if await self._handle_sse_event(sse, ctx.read_stream_writer, original_request_id=request_id,
-                                                    resumption_callback=callback):
-                        with anyio.move_on_after(DRAIN_SECONDS):
-                            async for _ in chunks:
-                                pass
-                        return
-        except SSEError as exc:
-            await self._resolve_abandoned_request(ctx.read_stream_writer, request_id, f"SSE stream failed: {exc}")
-            return
-        except HTTPError:
-            logger.debug("SSE stream ended", exc_info=True)
-        await self._ended_without_reply(ctx, request_id, last_event_id, retry_interval_ms)
+                    yield sse
+
+        async def finish() -> None:
+            async for _ in chunks:
+                pass
+
+        await self._read_events(ctx, events(), finish)
 
 
 @asynccontextmanager

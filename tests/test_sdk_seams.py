@@ -1,0 +1,104 @@
+"""The private parts of the SDK and uvicorn the gate relies on, pinned: an upgrade that moves one fails here, loudly.
+
+pyproject.toml pins `mcp`, `httpx2` and `uvicorn` to the minor versions these
+signatures were read from; docs/architecture.md says why each seam exists
+and what SDK change would remove it.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+
+def signature(obj) -> str:
+    return str(inspect.signature(obj))
+
+
+STREAMABLE_CLIENT = {
+    # overridden by proxy/upstream/streamable_http.py:_TaggingTransport
+    "_handle_sse_event": "(self, sse: 'ServerSentEvent', read_stream_writer: 'StreamWriter', original_request_id: "
+                         "'RequestId | None' = None, resumption_callback: 'Callable[[str], Awaitable[None]] | None' "
+                         "= None) -> 'bool'",
+    "_handle_sse_response": "(self, response: 'httpx2.Response', ctx: 'RequestContext') -> 'None'",
+    "_handle_post_request": "(self, ctx: 'RequestContext') -> 'None'",
+    # called by it
+    "_resolve_abandoned_request": "(self, read_stream_writer: 'StreamWriter', request_id: 'RequestId', message: "
+                                  "'str', *, code: 'int' = -32000) -> 'None'",
+    "_handle_reconnection": "(self, ctx: 'RequestContext', last_event_id: 'str', retry_interval_ms: 'int | None' = "
+                            "None, attempt: 'int' = 0) -> 'None'",
+    "_prepare_headers": "(self) -> 'dict[str, str]'",
+    "_is_initialization_request": "(self, message: 'JSONRPCMessage') -> 'bool'",
+    "post_writer": "(self, client: 'httpx2.AsyncClient', write_stream_reader: 'StreamReader', read_stream_writer: "
+                   "'StreamWriter', write_stream: 'ContextSendStream[SessionMessage]', start_get_stream: "
+                   "'Callable[[], None]', tg: 'TaskGroup') -> 'None'",
+    "handle_get_stream": "(self, client: 'httpx2.AsyncClient', read_stream_writer: 'StreamWriter') -> 'None'",
+    "terminate_session": "(self, client: 'httpx2.AsyncClient') -> 'None'",
+    "__init__": "(self, url: 'str', *, max_sse_event_size: 'int | None' = 1048576) -> 'None'",
+}
+
+
+@pytest.mark.parametrize("name", sorted(STREAMABLE_CLIENT))
+def test_streamable_http_client_transport_members(name: str) -> None:
+    from mcp.client.streamable_http import StreamableHTTPTransport
+
+    assert signature(getattr(StreamableHTTPTransport, name)) == STREAMABLE_CLIENT[name]
+
+
+def test_streamable_http_client_transport_attributes() -> None:
+    """Instance state the lean POST path reads and writes."""
+    from mcp.client.streamable_http import StreamableHTTPTransport
+
+    transport = StreamableHTTPTransport("http://127.0.0.1:9/mcp")
+    for attribute in ("session_id", "max_sse_event_size"):
+        assert hasattr(transport, attribute), attribute
+
+
+def test_private_sdk_modules() -> None:
+    from mcp.shared._context_streams import create_context_streams
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    assert signature(create_context_streams) == (
+        "(max_buffer_size: 'float' = 0) -> 'tuple[ContextSendStream[T], ContextReceiveStream[T]]'")
+    assert signature(create_mcp_http_client) == (
+        "(headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None, auth: httpx2.Auth | None "
+        "= None) -> httpx2.AsyncClient")
+
+
+def test_streamable_http_server_transport() -> None:
+    from mcp.server.streamable_http import StreamableHTTPServerTransport
+
+    assert signature(StreamableHTTPServerTransport.__init__) == (
+        "(self, mcp_session_id: str | None, is_json_response_enabled: bool = False, event_store: "
+        "mcp.server.streamable_http.EventStore | None = None, security_settings: "
+        "mcp.server.transport_security.TransportSecuritySettings | None = None, retry_interval: int | None = None, "
+        "idle_timeout: float | None = None) -> None")
+    transport = StreamableHTTPServerTransport(mcp_session_id="x", idle_timeout=5)
+    assert hasattr(transport, "idle_scope") and hasattr(transport, "is_terminated")
+
+
+def test_uvicorn_h11_protocol_members_the_header_deadline_reads() -> None:
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    assert signature(H11Protocol.connection_made) == "(self, transport: 'asyncio.Transport') -> 'None'"
+    assert signature(H11Protocol.on_response_complete) == "(self) -> 'None'"
+    source = inspect.getsource(H11Protocol.__init__)
+    assert "self.conn = h11.Connection(" in source and "self.cycle" in source
+    assert h11.IDLE is not None
+
+
+def test_uvicorn_server_capture_signals_is_the_override_point() -> None:
+    import uvicorn
+
+    assert signature(uvicorn.Server.capture_signals) == "(self) -> 'Generator[None, None, None]'"
+    assert "with self.capture_signals():" in inspect.getsource(uvicorn.Server.serve)
+
+
+def test_pins_match_what_these_seams_were_read_from() -> None:
+    from importlib.metadata import version
+
+    assert version("mcp").startswith("2.3.")
+    assert version("httpx2").startswith("2.16.")
+    assert version("uvicorn").startswith("0.55.")
