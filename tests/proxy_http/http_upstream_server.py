@@ -2,7 +2,8 @@
 
 Streamable HTTP at /mcp (the SDK's StreamableHTTPSessionManager) and legacy
 HTTP+SSE at /sse + /messages/ (SseServerTransport), on a port the OS picks.
-Prints `PORT <n>` on stdout once listening; same environment as the stdio one.
+Prints `PORT <n>` on stdout once listening; same environment as the stdio one, with the
+repository root on PYTHONPATH (tests/proxy/conftest.py:environment sets it).
 """
 
 from __future__ import annotations
@@ -10,23 +11,19 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+import anyio
+import uvicorn
+from mcp.server.lowlevel.server import NotificationOptions
+from mcp.server.sse import SseServerTransport
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from starlette.applications import Starlette
+from starlette.responses import Response
+from starlette.routing import Mount, Route
 
-import anyio  # noqa: E402
-import uvicorn  # noqa: E402
-from mcp.server.lowlevel.server import NotificationOptions  # noqa: E402
-from mcp.server.sse import SseServerTransport  # noqa: E402
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager  # noqa: E402
-from starlette.applications import Starlette  # noqa: E402
-from starlette.responses import Response  # noqa: E402
-from starlette.routing import Mount, Route  # noqa: E402
-
-import tests.proxy.upstream_server as upstream  # noqa: E402
-from tests.proxy.upstream_server import build, record  # noqa: E402
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS  # noqa: E402
+import tests.proxy.upstream_server as upstream
+from tests.proxy.upstream_server import build, record
 
 if os.environ.get("UPSTREAM_HEADER_TOOL") == "1":
     # A tool whose `region` is mirrored in an `Mcp-Param-Region` header: at
