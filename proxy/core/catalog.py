@@ -19,6 +19,8 @@ import anyio
 import validator
 from validator import CompiledSchema, InputSchemaError
 
+from proxy.core.shadowing import Check, compile_shadow_check
+
 logger = logging.getLogger("mcp-schema-gate")
 
 
@@ -46,6 +48,7 @@ class ToolEntry:
     # Kept so that the gate's own answers for the tool never contradict it
     # (a refusal must not carry structuredContent the schema would reject).
     output_schema: Any = None
+    shadow: Check | None = None  # argument members a lenient server would misread (shadowing.py)
 
     def same_definition(self, other: ToolEntry) -> bool:
         return self.input_schema == other.input_schema and self.output_schema == other.output_schema
@@ -60,7 +63,7 @@ class Catalog:
         self.dialect = dialect
         self._tools: Mapping[str, ToolEntry] = MappingProxyType({})
         # Same schema text, same compiled object: relisting costs no recompiles.
-        self._cache: dict[str, tuple[CompiledSchema | None, InputSchemaError | None]] = {}
+        self._cache: dict[str, tuple[CompiledSchema | None, InputSchemaError | None, Check | None]] = {}
         self.revision = 0
         self.built = anyio.Event()  # set once the first full listing has been swapped in
         self.failure: str | None = None  # why the last full listing failed, if it did
@@ -83,12 +86,12 @@ class Catalog:
         cached = self._cache.get(key) if key is not None else None
         if cached is None:
             try:
-                cached = (validator.compile(schema, dialect=self.dialect), None)
+                cached = (validator.compile(schema, dialect=self.dialect), None, compile_shadow_check(schema))
             except Exception as exc:  # InputSchemaError, or anything else: fail closed
-                cached = (None, as_schema_error(exc))
+                cached = (None, as_schema_error(exc), None)
             if key is not None:
                 self._cache[key] = cached
-        return ToolEntry(tool["name"], schema, cached[0], cached[1], tool.get("outputSchema"))
+        return ToolEntry(tool["name"], schema, cached[0], cached[1], tool.get("outputSchema"), cached[2])
 
     def _entries(self, tools: Iterable[Any]) -> dict[str, ToolEntry]:
         """Entries by name. A name listed twice with different definitions is unsupported, both times.

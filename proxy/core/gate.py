@@ -59,6 +59,8 @@ class Gate:
         except Exception as exc:  # InputSchemaError, or a validator bug: never let it through
             problem = as_schema_error(exc)
             return Rejection(name, problem.kind, problem.message, problem, arguments)
+        if entry.shadow is not None and (problem := entry.shadow(arguments)) is not None:
+            return Rejection(name, problem.kind, problem.message, problem, arguments)
         return None
 
     def reply(self, rejection: Rejection, modern: bool, output_schema: Any = None) -> tuple[str, Any]:
