@@ -96,13 +96,14 @@ class SessionEnd:
 
 
 async def run_session(client: StreamPair, spec: UpstreamSpec, settings: GateSettings, *,
-                      stop: anyio.Event | None = None) -> SessionEnd:
+                      stop: anyio.Event | None = None, bind: Callable[[Relay], None] | None = None) -> SessionEnd:
     """Gate one client session until either side ends, or `stop` is set.
 
     When the upstream cannot be opened, every client request is answered
     with an error saying why, until the client leaves (or `stop`); the
     session's status then says which failure it was, and a stdio gate
-    exits with it.
+    exits with it. `bind` is shown the session's relay before it runs (the
+    HTTP listener's stream router reads its in-flight table).
     """
     hooks = settings.hooks()
     settings.sessions_started += 1
@@ -110,6 +111,8 @@ async def run_session(client: StreamPair, spec: UpstreamSpec, settings: GateSett
     try:
         async with open_upstream(spec, hooks.catalog) as upstream:
             relay = Relay(client, upstream, hooks, drain_timeout=settings.drain_timeout)
+            if bind is not None:
+                bind(relay)
             status = await relay.run(stop)
             return SessionEnd(status, relay.end_reason)
     except Exception as exc:  # an OSError, or an ExceptionGroup from an HTTP client transport

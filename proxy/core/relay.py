@@ -43,6 +43,7 @@ OWN_REQUEST_TIMEOUT = 60.0
 ANSWERED_MEMORY = 4096
 
 Key = tuple[bool, Any]
+REQUEST_CANCELLED = -32800  # what the SDK's Streamable HTTP server answers a cancelled request with
 
 
 class Hooks(Protocol):
@@ -74,6 +75,13 @@ class InFlight:
     # The gate is still deciding it (catalog not built, refresh pending):
     # cancelling this scope withdraws it before it was ever forwarded.
     deciding: anyio.CancelScope | None = None
+    # The progressToken the client put on it: progress notifications carrying
+    # it belong to this request.
+    progress_token: Key | None = None
+    # Where the request came from, as its transport described it (the
+    # SessionMessage's metadata): the HTTP listener finds the request's POST
+    # answer there. Opaque to the relay.
+    origin: Any = None
 
 
 class _Slot:
@@ -96,7 +104,13 @@ class Relay:
         self._upstream_write: WriteStream = upstream[1]
         self._hooks = hooks
         self.inflight: dict[Key, InFlight] = {}
+        self.by_token: dict[Key, InFlight] = {}  # the same entries, by progress token
         self._answered_here: OrderedDict[Key, None] = OrderedDict()
+        # Set by a listening side whose transport must answer a cancelled
+        # request itself (Streamable HTTP ends its POST with -32800); the
+        # upstream's late answer is then dropped.
+        self.answer_cancelled = False
+        self._cancel_answered: OrderedDict[Key, None] = OrderedDict()
         self._drained = anyio.Event()
         self._own_prefix = f"mcp-schema-gate-{uuid.uuid4().hex}-"
         self._own_ids = itertools.count(1)
@@ -151,7 +165,9 @@ class Relay:
 
     def forget(self, request_id: Any) -> None:
         """The client request needs no answer any more (answered, or cancelled by the client)."""
-        self.inflight.pop(id_key(request_id), None)
+        entry = self.inflight.pop(id_key(request_id), None)
+        if entry is not None and entry.progress_token is not None:
+            self.by_token.pop(entry.progress_token, None)
         if self._settled():
             self._drained.set()
 
@@ -265,7 +281,7 @@ class Relay:
                 continue
             inner = item.message
             if isinstance(inner, types.JSONRPCRequest):
-                self.inflight[id_key(inner.id)] = InFlight(inner.id, inner.method)
+                self._register(inner, item.metadata)
             elif isinstance(inner, types.JSONRPCNotification) and inner.method == "notifications/cancelled":
                 if isinstance(inner.params, dict) and "requestId" in inner.params and self._cancelled(
                         inner.params["requestId"]):
@@ -273,6 +289,17 @@ class Relay:
             if self._hooks is not None and await self._hooks.from_client(self, item):
                 continue
             await self.to_upstream(item)
+
+    def _register(self, request: types.JSONRPCRequest, origin: Any) -> None:
+        key = id_key(request.id)
+        self._cancel_answered.pop(key, None)  # an id used again is a new request
+        entry = InFlight(request.id, request.method, origin=origin)
+        meta = request.params.get("_meta") if isinstance(request.params, dict) else None
+        token = meta.get("progressToken") if isinstance(meta, dict) else None
+        if isinstance(token, str | int) and not isinstance(token, bool):
+            entry.progress_token = id_key(token)
+            self.by_token[entry.progress_token] = entry
+        self.inflight[key] = entry
 
     def _cancelled(self, request_id: Any) -> bool:
         """The client cancelled a request; True when the upstream must not hear of it.
@@ -282,10 +309,18 @@ class Relay:
         deciding (then withdrawn here), never reached the upstream.
         """
         entry = self.inflight.get(id_key(request_id))
-        self.forget(request_id)
         if entry is not None and entry.deciding is not None:
+            self.forget(request_id)
             entry.deciding.cancel()
             return True
+        if entry is not None and self.answer_cancelled:
+            # Marked now, so that an upstream answer arriving from here on is dropped.
+            self._cancel_answered[id_key(entry.id)] = None
+            if len(self._cancel_answered) > ANSWERED_MEMORY:
+                self._cancel_answered.popitem(last=False)
+            self.spawn(self.to_client, error_message(entry.id, REQUEST_CANCELLED, "Request cancelled"))
+        else:
+            self.forget(request_id)
         return self.answered_here(request_id)
 
     async def _answer_bad_frame(self, exc: Exception) -> None:
@@ -309,6 +344,8 @@ class Relay:
                         waiter[1] = inner
                         waiter[0].set()
                         continue
+                    if self._cancel_answered.pop(id_key(inner.id), "absent") is None:
+                        continue  # the cancellation was answered already
                 if self._hooks is not None and await self._hooks.from_upstream(self, item):
                     continue
                 await self.forward_to_client(item)

@@ -334,7 +334,7 @@ class GateApp:
                     idle = transport.idle_scope or anyio.CancelScope()
                     try:
                         with idle:
-                            await run_session(router.streams, self.spec, self.settings, stop=self.stop)
+                            await run_session(router.streams, self.spec, self.settings, stop=self.stop, bind=router.bind)
                         if idle.cancel_called and not scope.cancel_called:
                             logger.warning("mcp-schema-gate: session %s idle for %ss, closed", session_id,
                                            self.listen.idle_timeout)

@@ -47,33 +47,47 @@ def test_header_stamper_follows_the_relayed_handshake_and_the_annotations() -> N
 
 
 async def test_stream_router_routes_by_tag_then_progress_token_else_get_stream() -> None:
-    sent, received = anyio.create_memory_object_stream[SessionMessage](10)
-    router = StreamRouter(None, sent)
-    await router.from_client(request("a", "tools/call", {"name": "x", "_meta": {"progressToken": 5}}))
-    await router.from_client(request(7, "tools/call", {"name": "y"}))
+    """The router reads the relay's in-flight table: tag first, then progress token, else the GET stream."""
+    from proxy.core.relay import Relay
 
-    def route(message, metadata=None):
-        out = router.to_client(SessionMessage(message, metadata=metadata))
-        meta = out.metadata if out is not None else None
+    client_in, relay_reads = anyio.create_memory_object_stream[SessionMessage](10)  # what the client sends
+    to_client, client_out = anyio.create_memory_object_stream[SessionMessage](10)  # what the transport writes
+    to_upstream, upstream_in = anyio.create_memory_object_stream[SessionMessage](10)
+    upstream_out, upstream_reads = anyio.create_memory_object_stream[SessionMessage](10)
+    router = StreamRouter(relay_reads, to_client)
+    relay = Relay(router.streams, (upstream_reads, to_upstream))
+    router.bind(relay)
+
+    async def routed(message, metadata=None):
+        meta = router.route(SessionMessage(message, metadata=metadata)).metadata
         return meta.related_request_id if isinstance(meta, ServerMessageMetadata) else None
 
-    progress = types.JSONRPCNotification(jsonrpc="2.0", method="notifications/progress",
-                                         params={"progressToken": 5, "progress": 1})
-    assert route(progress) == "a"
-    log = types.JSONRPCNotification(jsonrpc="2.0", method="notifications/message", params={"level": "info"})
-    assert route(log) is None  # GET stream
-    assert route(log, ServerMessageMetadata(related_request_id=7)) == 7  # tagged by an HTTP upstream
-    assert route(log, ServerMessageMetadata(related_request_id="7")) is None  # "7" is not 7
-    # a cancelled request's stream is ended with -32800 and its late answer dropped
-    await router.from_client(types.JSONRPCNotification(jsonrpc="2.0", method="notifications/cancelled",
-                                                       params={"requestId": 7}))
-    ended = received.receive_nowait().message
-    assert isinstance(ended, types.JSONRPCError) and ended.id == 7 and ended.error.code == -32800
-    late = types.JSONRPCResponse(jsonrpc="2.0", id=7, result={})
-    assert router.to_client(SessionMessage(late)) is None
-    # answered: progress for it goes to the GET stream from now on
-    assert router.to_client(SessionMessage(types.JSONRPCResponse(jsonrpc="2.0", id="a", result={}))) is not None
-    assert route(progress) is None
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(relay.run)
+        await client_in.send(SessionMessage(request("a", "tools/call", {"name": "x", "_meta": {"progressToken": 5}})))
+        await client_in.send(SessionMessage(request(7, "tools/call", {"name": "y"})))
+        for _ in range(2):
+            await upstream_in.receive()  # both forwarded: the relay has registered them
+        progress = types.JSONRPCNotification(jsonrpc="2.0", method="notifications/progress",
+                                             params={"progressToken": 5, "progress": 1})
+        assert await routed(progress) == "a"
+        log = types.JSONRPCNotification(jsonrpc="2.0", method="notifications/message", params={"level": "info"})
+        assert await routed(log) is None  # GET stream
+        assert await routed(log, ServerMessageMetadata(related_request_id=7)) == 7  # tagged by an HTTP upstream
+        assert await routed(log, ServerMessageMetadata(related_request_id="7")) is None  # "7" is not 7
+        # a cancelled request's stream is ended with -32800 and its late answer dropped
+        await client_in.send(SessionMessage(types.JSONRPCNotification(
+            jsonrpc="2.0", method="notifications/cancelled", params={"requestId": 7})))
+        assert (await upstream_in.receive()).message.method == "notifications/cancelled"  # the upstream stops too
+        ended = (await client_out.receive()).message
+        assert isinstance(ended, types.JSONRPCError) and ended.id == 7 and ended.error.code == -32800
+        await upstream_out.send(SessionMessage(types.JSONRPCResponse(jsonrpc="2.0", id=7, result={})))
+        # answered: progress for it goes to the GET stream from now on
+        await upstream_out.send(SessionMessage(types.JSONRPCResponse(jsonrpc="2.0", id="a", result={})))
+        answered = (await client_out.receive()).message
+        assert answered.id == "a"  # the late answer to 7 was dropped before it
+        assert await routed(progress) is None
+        tg.cancel_scope.cancel()
 
 
 @pytest.mark.parametrize(("url", "expected"), [
