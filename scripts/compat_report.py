@@ -9,7 +9,7 @@ tool; reasons are aggregated by keyword, with the schema-path pattern where it
 occurs, property names and array indexes folded to ``*``).
 
     python scripts/compat_report.py                        # table on stdout (every dialect)
-    python scripts/compat_report.py --write-readme         # also between the README markers
+    python scripts/compat_report.py --write-docs           # also between the markers in docs/compatibility.md
     python scripts/compat_report.py --update-expectations  # regenerate fixtures/catalogs/expectations.json
     python scripts/compat_report.py --dialect extended     # judge with one dialect only
 
@@ -40,7 +40,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 CATALOG_DIR = REPO / "fixtures" / "catalogs"
 EXPECTATIONS = CATALOG_DIR / "expectations.json"
-README = REPO / "README.md"
+COMPAT_DOC = REPO / "docs" / "compatibility.md"
 START_MARKER = "<!-- compat:start -->"
 END_MARKER = "<!-- compat:end -->"
 DEFAULT_DIALECT = "contract"
@@ -244,7 +244,7 @@ def available_dialects() -> list[str]:
 
 
 def default_report(catalogs: list[dict[str, Any]] | None = None, dialect: str | None = None) -> str:
-    """What ``compat_report.py`` prints (and writes into the README) for ``--dialect`` (None = all)."""
+    """What ``compat_report.py`` prints (and writes into docs/compatibility.md) for ``--dialect`` (None = all)."""
     catalogs = load_catalogs() if catalogs is None else catalogs
     if dialect is not None:
         return render_table(catalogs, compute_outcomes(dialect, catalogs), dialect)
@@ -258,8 +258,8 @@ def default_report(catalogs: list[dict[str, Any]] | None = None, dialect: str | 
     )
 
 
-def write_readme(table: str, readme: Path = README) -> None:
-    text = readme.read_text(encoding="utf-8")
+def write_doc(table: str, doc: Path = COMPAT_DOC) -> None:
+    text = doc.read_text(encoding="utf-8") if doc.exists() else "# Compatibility with real servers\n"
     block = f"{START_MARKER}\n{table}{END_MARKER}"
     if START_MARKER in text and END_MARKER in text:
         head, rest = text.split(START_MARKER, 1)
@@ -267,12 +267,13 @@ def write_readme(table: str, readme: Path = README) -> None:
         text = head + block + tail
     else:
         section = (
-            "\n## Compatibility with real servers\n\n"
+            "\n## The catalog table\n\n"
             "Tool catalogs of published MCP servers are captured into `fixtures/catalogs/` "
             "and preflighted against the subset.\n\n" + block + "\n"
         )
         text = text.rstrip("\n") + "\n" + section
-    readme.write_text(text, encoding="utf-8")
+    doc.parent.mkdir(parents=True, exist_ok=True)
+    doc.write_text(text, encoding="utf-8")
 
 
 def load_expectations(path: Path = EXPECTATIONS) -> dict[str, Any]:
@@ -296,7 +297,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dialect", choices=list(KNOWN_DIALECTS), default=None,
                         help="judge with this dialect only (passes dialect= to validator.compile); "
                              "default: every dialect the validator has, the contract as the main table")
-    parser.add_argument("--write-readme", action="store_true", help=f"write the table between {START_MARKER} and {END_MARKER} in README.md")
+    parser.add_argument("--write-docs", "--write-readme", dest="write_docs", action="store_true",
+                        help=f"write the table between {START_MARKER} and {END_MARKER} in docs/compatibility.md")
     parser.add_argument("--update-expectations", action="store_true", help="rewrite fixtures/catalogs/expectations.json for this dialect")
     args = parser.parse_args(argv)
     try:
@@ -307,9 +309,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"compat_report: {exc}", file=sys.stderr)
         return 2
     sys.stdout.write(table)
-    if args.write_readme:
-        write_readme(table)
-        print(f"compat_report: wrote {README.relative_to(REPO)}", file=sys.stderr)
+    if args.write_docs:
+        write_doc(table)
+        print(f"compat_report: wrote {COMPAT_DOC.relative_to(REPO)}", file=sys.stderr)
     if args.update_expectations:
         for dialect in dialects:
             write_expectations(dialect, compute_outcomes(dialect, catalogs))

@@ -3,8 +3,8 @@
 The specification lets a server answer each request POST either way, and
 clients must accept both. The SDK's server transport decides per transport
 (`is_json_response_enabled`), before anything is known about the call. Its
-SSE answer costs much more than its JSON one: in the benchmark the SDK's own
-server serves 2.1-2.7x more calls per second with JSON bodies. Most calls
+SSE answer costs much more than its JSON one (docs/performance.md): the SDK's
+own server serves far more calls per second with JSON bodies. Most calls
 produce nothing but their reply, so the gate decides per call, when it
 knows:
 

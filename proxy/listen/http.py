@@ -75,7 +75,7 @@ class ListenSettings:
     idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT
     max_sessions: int = DEFAULT_MAX_SESSIONS  # each may hold an upstream child process
     # Each request POST answered with one JSON body: no sse-starlette stream per
-    # call, which roughly halves the listening side's cost; messages tied to a
+    # call, a large share of the listening side's cost (docs/performance.md); messages tied to a
     # call then travel on the GET stream (StreamRouter), since a JSON body has
     # no room for them and the SDK's transport would drop them.
     json_response: bool = False

@@ -1,7 +1,7 @@
 """A lean HTTP/1.1 client for the one hot exchange of a Streamable HTTP upstream: a message's POST.
 
-Why not httpx2 here: a py-spy profile of the gate at concurrency 64 (HTTP on
-both sides) put 65% of its CPU in the SDK client's POST path, most of it in
+Why not httpx2 here: under concurrency the SDK client's POST path was the
+largest share of the gate's CPU (docs/performance.md), spent mostly in
 httpx2/httpcore2 layers a relay does not need: the pool calls `has_expired`
 on every pooled connection for every request (each call builds anyio's extra
 attribute table), and the body passes through four iterator layers. Here a
