@@ -148,6 +148,10 @@ class _Ambiguous(ValueError):
     """A frame that two JSON readers could read as different messages."""
 
 
+class _NotJSON(ValueError):
+    """A frame that parsed only because Python's reader accepts NaN and Infinity; its id can still be echoed."""
+
+
 def _pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
     obj = dict(items)
     if len(obj) != len(items):
@@ -205,7 +209,7 @@ def strict_loads(data: str | bytes) -> Any:
     if constants and not (isinstance(value, dict) and value.get("method") == "tools/call"):
         # In a tools/call the validator refuses them with the argument's path,
         # which tells the model more; anywhere else they are not JSON.
-        raise ValueError(f"{constants[0]} is not a JSON value")
+        raise _NotJSON(f"{constants[0]} is not a JSON value")
     return value
 
 
@@ -222,6 +226,8 @@ def wire_problem(body: bytes) -> WireError | None:
                          "different message than the gate checked", _top_level_id(body))
     except RecursionError:
         return WireError(PARSE_ERROR, "Parse error: the message nests too deeply to parse", _top_level_id(body))
+    except _NotJSON as exc:
+        return WireError(PARSE_ERROR, f"Parse error: {exc}", _top_level_id(body))
     except ValueError as exc:
         return WireError(PARSE_ERROR, f"Parse error: {exc}")
     if isinstance(value, list):
@@ -256,6 +262,8 @@ def parse_line(line: str | bytes, *, strict: bool = True) -> SessionMessage | Ex
                              "different message than the gate checked", _top_level_id(line))
         except RecursionError:
             return WireError(PARSE_ERROR, "Parse error: the message nests too deeply to parse", _top_level_id(line))
+        except _NotJSON as exc:
+            return WireError(PARSE_ERROR, f"Parse error: {exc}", _top_level_id(line))
         except ValueError as exc:
             return WireError(PARSE_ERROR, f"Parse error: {exc}")
         try:

@@ -3,7 +3,7 @@
   --listen sse://HOST:PORT    GET /sse opens a session, POST /messages/?session_id=… carries client messages
   --listen http://HOST:PORT   Streamable HTTP at /mcp (POST, GET, DELETE; Mcp-Session-Id)
 
-Each client session gets its own upstream (see sessions.run_session). The
+Each client session gets its own upstream (see proxy/session.py:run_session). The
 SDK's `StreamableHTTPSessionManager` wants a `Server` object to run, so this
 module keeps its own small session table of `StreamableHTTPServerTransport`s
 instead; `SseServerTransport` keeps its own.
@@ -11,8 +11,11 @@ instead; `SseServerTransport` keeps its own.
 Every request first passes, in this order: the Host/Origin check (the SDK's
 `TransportSecurityMiddleware` with `TransportSecuritySettings`, against DNS
 rebinding), the bearer token (`--auth-token`), the body size limit (the SDK's
-`RequestBodyLimitMiddleware`). A refusal is an HTTP status with a JSON-RPC
-error body (id null), so any MCP client can show it.
+`RequestBodyLimitMiddleware`), then, for a POST, the wire rule
+(proxy/core/jsonrpc.py:strict_loads) on the body before the SDK parses it. A
+refusal is an HTTP status with a JSON-RPC error body (the request's id where
+the body has one), so any MCP client can show it. uvicorn runs with a
+connection cap and a header deadline (`_H11Protocol`).
 
 2026-07-28 (the stateless protocol) is declined on this side: a request whose
 MCP-Protocol-Version header is not a handshake-era version gets HTTP 400 with
@@ -294,7 +297,7 @@ class GateApp:
             return await full(scope, receive, send)
         session_id = uuid4().hex
         # JSON mode always: each POST's answer becomes an SSE stream only when its
-        # call needs one (proxy/http_answer.py), unless --json-response says never.
+        # call needs one (proxy/listen/answer.py), unless --json-response says never.
         transport = StreamableHTTPServerTransport(mcp_session_id=session_id, idle_timeout=self.listen.idle_timeout,
                                                   is_json_response_enabled=True)
         self.sessions[session_id] = transport

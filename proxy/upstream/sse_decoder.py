@@ -1,4 +1,4 @@
-"""Server-sent events from body chunks, for the lean POST path (proxy/http_post.py).
+"""Server-sent events from body chunks, for the lean POST path (proxy/upstream/post_pool.py).
 
 The event stream format of the WHATWG HTML standard (lines end in CRLF, LF
 or CR; `:` starts a comment; `data` lines join with LF; the last event id

@@ -274,7 +274,7 @@ class _TaggingTransport(StreamableHTTPTransport):
                 )
 
     async def _post_lean(self, ctx, pool: PostPool) -> None:
-        """The SDK's `_handle_post_request`, over `PostPool` (see proxy/http_post.py for why).
+        """The SDK's `_handle_post_request`, over `PostPool` (see proxy/upstream/post_pool.py for why).
 
         Statuses, content types and errors are handled as the SDK does; a
         redirect is handed back to the SDK's own POST (no body was processed,

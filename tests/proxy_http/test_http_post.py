@@ -1,4 +1,4 @@
-"""The lean POST path (proxy/http_post.py) against a scripted HTTP server on 127.0.0.1.
+"""The lean POST path (proxy/upstream/post_pool.py) against a scripted HTTP server on 127.0.0.1.
 
 The pool: keep-alive reuse, dead and stale connections never reused, a broken
 response is an error and not a hang. The transport (`_TaggingTransport` with
