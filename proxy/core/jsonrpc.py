@@ -295,7 +295,7 @@ def _has_id_member(line: str | bytes) -> bool:
     return isinstance(raw, dict) and "id" in raw
 
 
-def _top_level_id(line: str | bytes) -> int | str | None:
+def _top_level_id(line: str | bytes) -> int | float | str | None:
     """The top-level "id" of a frame that could not be parsed as one message, found by one flat scan.
 
     Without it the reply to such a request would carry a null id and the
@@ -303,7 +303,7 @@ def _top_level_id(line: str | bytes) -> int | str | None:
     Python and JavaScript readers (and so most clients) would see.
     """
     text = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
-    found: int | str | None = None
+    found: int | float | str | None = None
     depth, i, n = 0, 0, len(text)
     while i < n:
         ch = text[i]
@@ -318,7 +318,8 @@ def _top_level_id(line: str | bytes) -> int | str | None:
                         value, _ = json.JSONDecoder().raw_decode(rest[1:].lstrip())
                     except ValueError:
                         value = None
-                    found = value if isinstance(value, int | str) and not isinstance(value, bool) else None
+                    # A number is echoed as sent (1.5 included), as JSON-RPC allows numeric ids.
+                    found = value if isinstance(value, int | float | str) and not isinstance(value, bool) else None
             i = end + 1
             continue
         if ch in "[{":

@@ -275,6 +275,12 @@ class Relay:
                 await self.to_client(error_message(entry.id, INTERNAL_ERROR, reason))
 
     async def _pump_client(self) -> None:
+        try:
+            await self._pump_client_items()
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
+            pass  # the transport ended the session (a DELETE, a dropped connection): the client left
+
+    async def _pump_client_items(self) -> None:
         async for item in self._client_read:
             if isinstance(item, Exception):
                 await self._answer_bad_frame(item)

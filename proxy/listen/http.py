@@ -254,6 +254,13 @@ class GateApp:
 
         return replay
 
+    async def _session(self, streams: Any, bind: Any = None) -> None:
+        """One client session; whatever goes wrong in it ends that session only, never the server."""
+        try:
+            await run_session(streams, self.spec, self.settings, stop=self.stop, bind=bind)
+        except Exception:
+            logger.exception("mcp-schema-gate: a session failed; it is closed, the others go on")
+
     # ---- legacy HTTP+SSE ----------------------------------------------------------
 
     async def _sse_session(self, scope: dict, receive: Any, send: Any) -> None:
@@ -262,7 +269,7 @@ class GateApp:
         self.sse_sessions += 1
         try:
             async with self._sse.connect_sse(scope, receive, send) as streams:
-                await run_session(streams, self.spec, self.settings, stop=self.stop)
+                await self._session(streams)
         except ValueError:  # the transport already answered the refusal
             return
         finally:
@@ -337,7 +344,7 @@ class GateApp:
                     idle = transport.idle_scope or anyio.CancelScope()
                     try:
                         with idle:
-                            await run_session(router.streams, self.spec, self.settings, stop=self.stop, bind=router.bind)
+                            await self._session(router.streams, bind=router.bind)
                         if idle.cancel_called and not scope.cancel_called:
                             logger.warning("mcp-schema-gate: session %s idle for %ss, closed", session_id,
                                            self.listen.idle_timeout)
