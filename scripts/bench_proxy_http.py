@@ -40,8 +40,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-from bench_proxy import SERVER  # noqa: E402  (the same server, on stdio)
+try:
+    from scripts.bench_proxy import SERVER  # imported from the repository root
+except ImportError:
+    from bench_proxy import SERVER  # run as `python scripts/bench_proxy_http.py`: scripts/ is on the path
 
 HTTP_SERVER = r'''
 import anyio, sys, uvicorn, mcp_types as types, contextlib

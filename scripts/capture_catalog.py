@@ -26,11 +26,7 @@ itself only talks to the local child process. Logs go to stderr.
 
 Reusable from tests (for example the proxy's end-to-end tests)::
 
-    import importlib.util, pathlib, sys
-    spec = importlib.util.spec_from_file_location("capture_catalog", pathlib.Path("scripts/capture_catalog.py"))
-    cc = importlib.util.module_from_spec(spec)
-    sys.modules["capture_catalog"] = cc  # before exec: its dataclasses look their module up there
-    spec.loader.exec_module(cc)
+    from scripts import capture_catalog as cc             # from the repository root
     with cc.launched("server-memory") as launch:          # installs on demand
         params = launch.stdio_parameters()                # mcp.client.stdio.StdioServerParameters
         ... launch.command, launch.args, launch.env ...  # or use the pieces directly

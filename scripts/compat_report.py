@@ -45,9 +45,6 @@ START_MARKER = "<!-- compat:start -->"
 END_MARKER = "<!-- compat:end -->"
 DEFAULT_DIALECT = "contract"
 
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
 
 class DialectUnavailable(RuntimeError):
     """The installed validator cannot judge the requested dialect."""

@@ -20,12 +20,11 @@ validator's own pattern tests, not here.
 from __future__ import annotations
 
 import copy
-import importlib.util
+import importlib
 import json
 import math
 import random
 import re
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -48,16 +47,8 @@ def count(section: str, name: str, n: int = 1) -> None:
 
 
 def load_script(name: str) -> Any:
-    """Import scripts/<name>.py as a module (scripts/ is not a package)."""
-    mod_name = f"_mcp_schema_gate_script_{name}"
-    if mod_name in sys.modules:
-        return sys.modules[mod_name]
-    spec = importlib.util.spec_from_file_location(mod_name, SCRIPTS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[mod_name] = module
-    spec.loader.exec_module(module)
-    return module
+    """scripts/<name>.py, imported as the package module `scripts.<name>`."""
+    return importlib.import_module(f"scripts.{name}")
 
 
 # --------------------------------------------------------------------------- JSON values

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from catalog_support import EVIDENCE
+from tests.catalogs.catalog_support import EVIDENCE
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # noqa: ARG001

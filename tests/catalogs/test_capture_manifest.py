@@ -13,7 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from catalog_support import CATALOG_DIR, load_script
+from tests.catalogs.catalog_support import CATALOG_DIR, load_script
 
 capture = load_script("capture_catalog")
 MANIFEST = capture.load_manifest()

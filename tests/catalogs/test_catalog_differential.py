@@ -51,7 +51,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from catalog_support import ArgumentStrategies, count, load_script
+from tests.catalogs.catalog_support import ArgumentStrategies, count, load_script
 
 jsonschema = pytest.importorskip("jsonschema", reason="jsonschema (the test oracle, in the `test` extra) is not installed")
 

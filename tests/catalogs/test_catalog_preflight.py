@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 import validator
-from catalog_support import CATALOG_DIR, count, load_script
+from tests.catalogs.catalog_support import CATALOG_DIR, count, load_script
 
 compat = load_script("compat_report")
 capture = load_script("capture_catalog")
