@@ -213,23 +213,30 @@ def strict_loads(data: str | bytes) -> Any:
     return value
 
 
+def _checked(data: str | bytes) -> Any:
+    """strict_loads, or the WireError the frame deserves (with its id wherever one can be found)."""
+    try:
+        return strict_loads(data)
+    except _Ambiguous as exc:
+        return WireError(INVALID_REQUEST, f"Invalid Request: {exc}; refused so that no reader can see a "
+                         "different message than the gate checked", _top_level_id(data))
+    except RecursionError:
+        return WireError(PARSE_ERROR, "Parse error: the message nests too deeply to parse", _top_level_id(data))
+    except _NotJSON as exc:
+        return WireError(PARSE_ERROR, f"Parse error: {exc}", _top_level_id(data))
+    except ValueError as exc:
+        return WireError(PARSE_ERROR, f"Parse error: {exc}")
+
+
 def wire_problem(body: bytes) -> WireError | None:
     """The wire rule (strict_loads) for a frame the SDK's HTTP transports will parse themselves.
 
     None when the frame is unambiguous (the SDK then parses and answers it,
     including its ordinary parse errors); otherwise the refusal it deserves.
     """
-    try:
-        value = strict_loads(body)
-    except _Ambiguous as exc:
-        return WireError(INVALID_REQUEST, f"Invalid Request: {exc}; refused so that no reader can see a "
-                         "different message than the gate checked", _top_level_id(body))
-    except RecursionError:
-        return WireError(PARSE_ERROR, "Parse error: the message nests too deeply to parse", _top_level_id(body))
-    except _NotJSON as exc:
-        return WireError(PARSE_ERROR, f"Parse error: {exc}", _top_level_id(body))
-    except ValueError as exc:
-        return WireError(PARSE_ERROR, f"Parse error: {exc}")
+    value = _checked(body)
+    if isinstance(value, WireError):
+        return value
     if isinstance(value, list):
         return WireError(INVALID_REQUEST, "Invalid Request: batches are not supported; send one message per request")
     if isinstance(value, dict) and "id" in value:
@@ -255,17 +262,9 @@ def parse_line(line: str | bytes, *, strict: bool = True) -> SessionMessage | Ex
     if not line.strip():
         return None
     if strict:
-        try:
-            value = strict_loads(line)
-        except _Ambiguous as exc:
-            return WireError(INVALID_REQUEST, f"Invalid Request: {exc}; refused so that no reader can see a "
-                             "different message than the gate checked", _top_level_id(line))
-        except RecursionError:
-            return WireError(PARSE_ERROR, "Parse error: the message nests too deeply to parse", _top_level_id(line))
-        except _NotJSON as exc:
-            return WireError(PARSE_ERROR, f"Parse error: {exc}", _top_level_id(line))
-        except ValueError as exc:
-            return WireError(PARSE_ERROR, f"Parse error: {exc}")
+        value = _checked(line)
+        if isinstance(value, WireError):
+            return value
         try:
             message = types.jsonrpc_message_adapter.validate_python(value, by_name=False)
         except ValueError:
