@@ -159,6 +159,11 @@ def _pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
         name = next(k for k, _ in items if k in seen or seen.add(k))  # type: ignore[func-returns-value]
         raise _Ambiguous(f"the member name {json.dumps(name)} appears twice in one object")
     if len(items) > 1:
+        joined = "\x01".join(obj)
+        if joined.isascii() and "\x00" not in joined:
+            # ASCII names can only collide with each other by case: one C-level pass decides.
+            if len({key.lower() for key in obj}) == len(obj):
+                return obj
         folded: dict[str, str] = {}
         for key in obj:
             other = folded.setdefault(fold(key), key)
