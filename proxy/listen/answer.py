@@ -17,6 +17,9 @@ knows:
   the reply finally comes through `send`, it becomes the last event of the
   stream, and the stream ends.
 
+- A stream is resumable (`Answer.resume`): a client whose connection
+  dropped GETs the rest with Last-Event-ID, as the protocol provides since
+  2025-11-25.
 - When the reply has not come within STREAM_AFTER seconds, the answer
   becomes an SSE stream anyway, with nothing in it yet: the client gets its
   headers now rather than when a long call ends (Node's fetch gives up
@@ -28,26 +31,59 @@ One lock orders the router's events and the transport's body on the wire.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any
+from uuid import uuid4
 
 import anyio
 
 STREAM_AFTER = 1.0
 KEEPALIVE = 15.0
+RETRY_MS = 2000  # how soon a client that lost a stream should come back for the rest
+MAX_LOGGED_BYTES = 4 * 1024 * 1024  # per stream; older events are forgotten (and cannot be resumed) past it
+MAX_STREAMS = 256  # per session: the newest streams stay resumable
 SCOPE_KEY = "mcp_schema_gate.answer"  # where the ASGI scope carries a POST's answer, for the router
+RESUMABLE_SINCE = "2025-11-25"  # the protocol version that gave clients priming events and resumption
 _SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache, no-transform"),
                 (b"x-accel-buffering", b"no")]
 
 
-def sse_event(data: bytes) -> bytes:
+def sse_event(data: bytes, event_id: str | None = None) -> bytes:
     # JSON from model_dump_json has no raw line breaks, so one data line carries it.
-    return b"event: message\r\ndata: " + data + b"\r\n\r\n"
+    head = b"id: " + event_id.encode() + b"\r\n" if event_id is not None else b""
+    return head + b"event: message\r\ndata: " + data + b"\r\n\r\n"
+
+
+class Streams:
+    """One session's answer streams by id, so that a client that lost one can resume it (bounded)."""
+
+    def __init__(self) -> None:
+        self._by_id: OrderedDict[str, Answer] = OrderedDict()
+
+    def add(self, answer: Answer) -> None:
+        self._by_id[answer.stream_id] = answer
+        while len(self._by_id) > MAX_STREAMS:
+            self._by_id.popitem(last=False)
+
+    def find(self, last_event_id: str) -> tuple[Answer, int] | None:
+        stream_id, _, seq = last_event_id.partition(":")
+        answer = self._by_id.get(stream_id)
+        if answer is None or not seq.isdigit():
+            return None
+        return answer, int(seq)
 
 
 class Answer:
-    """The ASGI `send` of one request POST, which may turn its answer into an SSE stream (module docstring)."""
+    """The ASGI `send` of one request POST, which may turn its answer into an SSE stream (module docstring).
 
-    def __init__(self, send: Any, session_id: str | None) -> None:
+    Once streaming, every event carries an id (`<stream>:<n>`) and is kept,
+    so a client whose connection dropped can GET the rest with Last-Event-ID
+    (`resume`); the stream opens with a priming event (an id and no data), as
+    the protocol asks of resumable streams since RESUMABLE_SINCE.
+    """
+
+    def __init__(self, send: Any, session_id: str | None, *, resumable: bool = False,
+                 streams: Streams | None = None) -> None:
         self._send = send
         self._headers = list(_SSE_HEADERS)
         if session_id:
@@ -57,6 +93,43 @@ class Answer:
         self.passing = False  # the transport's own answer has begun: nothing else may go on this POST
         self.finished = False
         self._body: list[bytes] = []
+        self.stream_id = uuid4().hex[:16]
+        self._resumable = resumable and streams is not None
+        self._streams = streams
+        self._log: list[tuple[int, bytes]] = []  # (seq, event bytes), oldest first
+        self._logged = 0
+        self._seq = 0
+        self._followers: list[Any] = []  # sends of GETs that resumed this stream
+        self._done = anyio.Event()
+
+    async def _start(self) -> None:
+        await self._send({"type": "http.response.start", "status": 200, "headers": self._headers})
+        self.streaming = True
+        if self._resumable:
+            assert self._streams is not None
+            self._streams.add(self)
+            priming = b"id: " + f"{self.stream_id}:0".encode() + b"\r\nretry: " + str(RETRY_MS).encode() + \
+                b"\r\ndata: \r\n\r\n"
+            await self._write(priming)
+
+    async def _write(self, chunk: bytes, more: bool = True) -> None:
+        for send in (self._send, *self._followers):
+            try:
+                await send({"type": "http.response.body", "body": chunk, "more_body": more})
+            except OSError:
+                pass  # that connection is gone; the event is in the log for a resumption
+
+    async def _emit(self, data: bytes, more: bool = True) -> None:
+        if not self._resumable:
+            await self._write(sse_event(data), more)
+            return
+        self._seq += 1
+        event = sse_event(data, f"{self.stream_id}:{self._seq}")
+        self._log.append((self._seq, event))
+        self._logged += len(event)
+        while self._logged > MAX_LOGGED_BYTES and len(self._log) > 1:
+            self._logged -= len(self._log.pop(0)[1])
+        await self._write(event, more)
 
     async def stream_when_slow(self) -> None:
         """Run beside the transport's handling of the POST (see the module docstring); cancelled when it ends."""
@@ -66,10 +139,8 @@ class Answer:
                 if self.finished or self.passing:
                     return
                 if not self.streaming:
-                    await self._send({"type": "http.response.start", "status": 200, "headers": self._headers})
-                    self.streaming = True
-                await self._send({"type": "http.response.body", "body": b": waiting for the reply\r\n\r\n",
-                                  "more_body": True})
+                    await self._start()
+                await self._write(b": waiting for the reply\r\n\r\n")
             await anyio.sleep(KEEPALIVE)
 
     async def event(self, data: bytes) -> bool:
@@ -78,9 +149,8 @@ class Answer:
             if self.finished or self.passing:
                 return False
             if not self.streaming:
-                await self._send({"type": "http.response.start", "status": 200, "headers": self._headers})
-                self.streaming = True
-            await self._send({"type": "http.response.body", "body": sse_event(data), "more_body": True})
+                await self._start()
+            await self._emit(data)
             return True
 
     async def send(self, message: dict) -> None:
@@ -97,5 +167,28 @@ class Answer:
                 return
             self.finished = True
             body = b"".join(self._body).strip()
-            await self._send({"type": "http.response.body", "body": sse_event(body) if body else b"",
-                              "more_body": False})
+            if body:
+                await self._emit(body, more=False)
+            else:
+                await self._write(b"", more=False)
+            self._done.set()
+
+    async def resume(self, after: int, send: Any) -> bool:
+        """Serve a GET with Last-Event-ID `<stream>:<after>`: the events since, then the rest as they come.
+
+        False when events after `after` were already forgotten (the log is
+        bounded), so the stream cannot be resumed without a gap.
+        """
+        async with self._lock:
+            if self._log and self._log[0][0] > after + 1:
+                return False
+            await send({"type": "http.response.start", "status": 200, "headers": self._headers})
+            for seq, event in self._log:
+                if seq > after:
+                    await send({"type": "http.response.body", "body": event, "more_body": True})
+            if self.finished:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+                return True
+            self._followers.append(send)
+        await self._done.wait()
+        return True

@@ -56,7 +56,7 @@ from starlette.responses import Response
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from proxy.core.jsonrpc import wire_problem
-from proxy.listen.answer import SCOPE_KEY, Answer
+from proxy.listen.answer import RESUMABLE_SINCE, SCOPE_KEY, Answer, Streams
 from proxy.listen.router import StreamRouter
 from proxy.session import GateSettings, UpstreamSpec, run_session
 
@@ -178,6 +178,7 @@ class GateApp:
         self._sse = SseServerTransport("/messages/", max_request_body_size=listen.max_body)
         self._limited = RequestBodyLimitMiddleware(self._route, listen.max_body)
         self.sessions: dict[str, StreamableHTTPServerTransport] = {}
+        self.streams: dict[str, Streams] = {}  # each session's resumable answer streams
         self.session_scopes: dict[str, anyio.CancelScope] = {}
         self.sse_sessions = 0
 
@@ -287,9 +288,8 @@ class GateApp:
                 400, f"Unsupported protocol version {version!r}: this gate serves the initialize handshake "
                 f"({', '.join(supported)})", types.UNSUPPORTED_PROTOCOL_VERSION,
                 {"supported": supported, "requested": version})(scope, receive, send)
-        if scope["method"] == "GET" and headers.get("last-event-id") is not None:
-            return await refusal(400, "Bad Request: this gate keeps no event history, so a stream cannot be "
-                                 "resumed with Last-Event-ID; open a new GET stream without it")(scope, receive, send)
+        if scope["method"] == "GET" and (last_event_id := headers.get("last-event-id")) is not None:
+            return await self._resume(session_id, last_event_id, scope, receive, send)
         if session_id is not None:
             transport = self.sessions.get(session_id)
             if transport is None:
@@ -320,12 +320,25 @@ class GateApp:
         if not status or status[0] >= 400:
             self._end(session_id)  # no session was established
 
+    async def _resume(self, session_id: str | None, last_event_id: str, scope: dict, receive: Any,
+                      send: Any) -> None:
+        """GET with Last-Event-ID: the rest of a request's answer stream that the client lost."""
+        streams = self.streams.get(session_id) if session_id is not None else None
+        found = streams.find(last_event_id) if streams is not None else None
+        if found is not None and await found[0].resume(found[1], send):
+            return
+        await refusal(400, f"Bad Request: no stream of this session can be resumed from event {last_event_id!r} "
+                      "(unknown, or its events are no longer kept); open a new GET stream without "
+                      "Last-Event-ID")(scope, receive, send)
+
     async def _handle(self, transport: StreamableHTTPServerTransport, scope: dict, receive: Any, send: Any,
                       session_id: str) -> None:
         """Let the transport answer; a request POST's answer goes through an `Answer` (proxy/listen/answer.py)."""
         if scope["method"] != "POST" or self.listen.json_response:
             return await transport.handle_request(scope, receive, send)
-        answer = Answer(send, session_id)
+        version = Headers(scope=scope).get(MCP_PROTOCOL_VERSION_HEADER) or ""
+        streams = self.streams.setdefault(session_id, Streams())
+        answer = Answer(send, session_id, resumable=version >= RESUMABLE_SINCE, streams=streams)
         scope[SCOPE_KEY] = answer
         async with anyio.create_task_group() as tg:
             tg.start_soon(answer.stream_when_slow)
@@ -358,6 +371,7 @@ class GateApp:
         finally:
             self.sessions.pop(session_id, None)
             self.session_scopes.pop(session_id, None)
+            self.streams.pop(session_id, None)
 
     def _end(self, session_id: str) -> None:
         self.sessions.pop(session_id, None)

@@ -28,12 +28,38 @@ async def open_session(http, url: str) -> dict[str, str]:
     return headers
 
 
-async def test_a_get_with_last_event_id_is_a_clear_400_not_a_500(record: Path) -> None:
+async def test_a_get_with_an_unknown_last_event_id_is_a_clear_400_not_a_500(record: Path) -> None:
     async with http_gate(record, "http", None) as (url, _), raw_client() as http:
         headers = await open_session(http, url)
-        reply = await http.get(url, headers={**headers, "accept": "text/event-stream", "last-event-id": "7"})
-        assert reply.status_code == 400, reply.text
-        assert "Last-Event-ID" in reply.json()["error"]["message"]
+        for last_event_id in ("7", "nope:3", ""):
+            reply = await http.get(url, headers={**headers, "accept": "text/event-stream",
+                                                 "last-event-id": last_event_id})
+            assert reply.status_code == 400, reply.text
+            assert "Last-Event-ID" in reply.json()["error"]["message"]
+
+
+async def test_a_slow_call_s_stream_is_resumed_after_the_connection_drops(record: Path) -> None:
+    """The client loses the POST's stream after the priming event and GETs the rest with Last-Event-ID."""
+    async with http_gate(record, "http", None) as (url, _), raw_client() as http:
+        headers = await open_session(http, url)
+        body = json.dumps({"jsonrpc": "2.0", "id": "long", "method": "tools/call",
+                           "params": {"name": "slow", "arguments": {"steps": 50}}})  # 2.5 s
+        event_id = None
+        async with http.stream("POST", url, content=body, headers=headers) as reply:
+            async for line in reply.aiter_lines():
+                if line.startswith("id:"):
+                    event_id = line[3:].strip()
+                    break  # and drop the connection
+        assert event_id is not None and event_id.endswith(":0")  # the priming event
+        resumed = await http.get(url, headers={**headers, "accept": "text/event-stream",
+                                               "last-event-id": event_id})
+        assert resumed.status_code == 200, resumed.text
+        messages = [json.loads(line[5:]) for line in resumed.text.splitlines()
+                    if line.startswith("data:") and line[5:].strip()]
+        assert messages[-1]["id"] == "long" and "slow done" in messages[-1]["result"]["content"][0]["text"]
+        again = await http.get(url, headers={**headers, "accept": "text/event-stream", "last-event-id": event_id})
+        assert [json.loads(line[5:]) for line in again.text.splitlines()
+                if line.startswith("data:") and line[5:].strip()] == messages  # replayed whole, once more
 
 
 async def test_hostile_frames_over_http_get_400_with_their_id_and_never_reach_the_upstream(record: Path) -> None:
@@ -114,9 +140,10 @@ async def test_a_slow_call_gets_its_headers_within_a_second_and_then_its_reply(r
             assert reply.headers["content-type"].startswith("text/event-stream")
             text = (await reply.aread()).decode()
         assert headers_after < 1.5, headers_after
-        messages = [json.loads(line[5:]) for line in text.splitlines() if line.startswith("data:")]
+        # an empty data line is the priming event that makes the stream resumable
+        messages = [json.loads(line[5:]) for line in text.splitlines() if line.startswith("data:") and line[5:].strip()]
         assert messages[-1]["id"] == 9 and "slow done" in messages[-1]["result"]["content"][0]["text"]
-        assert ": waiting for the reply" in text
+        assert ": waiting for the reply" in text and "\nid: " in "\n" + text
 
 
 @pytest.mark.parametrize("value", ["http://127.0.0.1:0/mcp", "http://127.0.0.1:0/"])
