@@ -18,7 +18,7 @@ from .json_values import NotJson, check_json, describe
 from .keywords import CONTRACT, EXTENDED
 from .table import KEYWORDS, Keyword
 from .patterns import PatternError, compile_pattern
-from .nodes import check_domain, combine, domain_failure, sequence, trusted
+from .nodes import check_domain, check_scalar_domain, combine, domain_failure, sequence, trusted
 from .site import Check, Site
 
 DIALECTS = (CONTRACT, EXTENDED)
@@ -115,6 +115,9 @@ class Compiler:
         self.cells: dict[tuple, Cell] = {}
         self.open_cells: list[Cell] = []
         self.descents = 0  # how many value-descending keywords enclose the current compile
+        # Whether the value of each schema object being compiled (innermost last) is
+        # already held to the JSON domain; compile_properties reads it (see node()).
+        self.ensured: list[bool] = []
         self.recursive = False
 
     def _error(self, kind: str, tokens: tuple, keyword: str, text: str) -> InputSchemaError:
@@ -129,7 +132,8 @@ class Compiler:
                 # MCP arguments are always an object: a root without "type" (as some servers
                 # publish) is read as "type": "object", which narrows and never drops a constraint.
                 self.document = schema
-                root_type = self.node({"type": "object"}, (), 0)
+                # Only the type: the rest of the root answers for the value being JSON.
+                root_type = self.node({"type": "object"}, (), 0, ensured=True)
                 rest = self.cell(schema, (), 0, ensured=False)
                 self._refuse_in_place_cycles()
                 return sequence([root_type, rest])
@@ -274,28 +278,40 @@ class Compiler:
         leading: Check | None = None
         specific: dict[type, list[Check]] = {}
         trailing: list[Check] = []
-        for name, row in self.table.items():  # table order is evaluation order
-            if name not in schema:
-                continue
-            check = row.compile(schema[name], Site(schema, name, tokens + (name,), self, depth))
-            if check is None:
-                continue
-            if row.applies == "type":
-                leading = check
-            elif row.applies == "any":
-                trailing.append(check)
-            else:
-                for t in _APPLIES[row.applies]:
-                    specific.setdefault(t, []).append(check)
+        self.ensured.append(ensured)
+        try:
+            for name, row in self.table.items():  # table order is evaluation order
+                if name not in schema:
+                    continue
+                check = row.compile(schema[name], Site(schema, name, tokens + (name,), self, depth))
+                if check is None:
+                    continue
+                if row.applies == "type":
+                    leading = check
+                elif row.applies == "any":
+                    trailing.append(check)
+                else:
+                    for t in _APPLIES[row.applies]:
+                        specific.setdefault(t, []).append(check)
+        finally:
+            self.ensured.pop()
+        if ensured:
+            if leading is None:
+                leading = trusted
+            return combine(leading, specific, trailing)
+        # Each node answers for its own value being JSON, walking each part once. The
+        # type check does it for scalars (and refuses NaN); a container is covered
+        # when every part of it is handed to a subschema that does the same, or when
+        # the properties check holds the members no subschema declares (an open object).
         if leading is None:
-            leading = trusted if ensured else check_domain
-        elif not ensured:
-            # Each node answers for its own value being JSON. The type check does for
-            # scalars (and refuses NaN); a container is covered only when every part
-            # of it is handed to a subschema that does the same.
-            for t, covered in ((dict, _closes_objects(schema)), (list, "items" in schema)):
-                if t in leading.exact and not covered:
-                    specific.setdefault(t, []).insert(0, check_domain)
+            if not specific and not trailing:
+                return check_domain  # an empty or annotation-only schema: one walk, nothing else
+            leading = check_scalar_domain
+        for t, covered in ((dict, _closes_objects(schema)), (list, "items" in schema)):
+            if t in leading.exact and not covered:  # type: ignore[attr-defined]
+                if t is dict and any(getattr(c, "covers_domain", False) for c in specific.get(dict, ())):
+                    continue
+                specific.setdefault(t, []).insert(0, check_domain)
         return combine(leading, specific, trailing)
 
     def declared_properties(self, site: Site) -> DeclaredNames | DeclaredByPattern:
