@@ -8,7 +8,7 @@ value requires.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from urllib.parse import unquote
 
@@ -17,7 +17,8 @@ from .failures import Invalid
 from .json_values import NotJson, check_json, describe
 from .keywords import CONTRACT, EXTENDED
 from .table import KEYWORDS, Keyword
-from .patterns import PatternError, compile_pattern
+from .fastpath import Unknown, generate
+from .patterns import PatternError, PatternTimeout, compile_pattern
 from .nodes import check_domain, check_scalar_domain, combine, domain_failure, sequence, trusted
 from .site import Check, Site
 
@@ -118,6 +119,11 @@ class Compiler:
         # Whether the value of each schema object being compiled (innermost last) is
         # already held to the JSON domain; compile_properties reads it (see node()).
         self.ensured: list[bool] = []
+        # (schema location, ensured) -> the closure compiled there, for the fast path to fall back to.
+        self.checks: dict[tuple, Check] = {}
+        # (holder, location, branches) of each oneOf/anyOf: the fast path fills holder with
+        # one yes/no predicate per branch, so a passing composition formats no messages.
+        self.compositions: list[tuple[list, tuple, list]] = []
         self.recursive = False
 
     def _error(self, kind: str, tokens: tuple, keyword: str, text: str) -> InputSchemaError:
@@ -233,6 +239,10 @@ class Compiler:
             if key not in state:
                 visit(key)
 
+    def row(self, name: str) -> Keyword:
+        """The table row of a keyword this dialect supports (KeyError otherwise)."""
+        return self.table[name]
+
     def name_pattern(self, source: Any, site: Site, *more: str | int) -> Any:
         """A patternProperties name predicate (raises PatternTimeout, see name_timeout)."""
         if type(source) is not str:
@@ -298,13 +308,15 @@ class Compiler:
         if ensured:
             if leading is None:
                 leading = trusted
-            return combine(leading, specific, trailing)
+            check = self.checks[(tokens, ensured)] = combine(leading, specific, trailing)
+            return check
         # Each node answers for its own value being JSON, walking each part once. The
         # type check does it for scalars (and refuses NaN); a container is covered
         # when every part of it is handed to a subschema that does the same, or when
         # the properties check holds the members no subschema declares (an open object).
         if leading is None:
             if not specific and not trailing:
+                self.checks[(tokens, ensured)] = check_domain
                 return check_domain  # an empty or annotation-only schema: one walk, nothing else
             leading = check_scalar_domain
         for t, covered in ((dict, _closes_objects(schema)), (list, "items" in schema)):
@@ -312,7 +324,8 @@ class Compiler:
                 if t is dict and any(getattr(c, "covers_domain", False) for c in specific.get(dict, ())):
                     continue
                 specific.setdefault(t, []).insert(0, check_domain)
-        return combine(leading, specific, trailing)
+        check = self.checks[(tokens, ensured)] = combine(leading, specific, trailing)
+        return check
 
     def declared_properties(self, site: Site) -> DeclaredNames | DeclaredByPattern:
         schema = site.schema
@@ -328,12 +341,15 @@ class Compiler:
 class CompiledSchema:
     """A preflighted tool schema; ``validate`` checks one set of arguments."""
 
-    __slots__ = ("schema", "dialect", "_check", "_walk_first")
+    __slots__ = ("schema", "dialect", "_check", "_walk_first", "_fast")
 
-    def __init__(self, schema: Mapping, dialect: str, check: Check, walk_first: bool = False) -> None:
+    def __init__(self, schema: Mapping, dialect: str, check: Check, walk_first: bool = False,
+                 fast: Callable[[Any], bool] | None = None) -> None:
         self.schema = schema
         self.dialect = dialect
         self._check = check
+        # The generated yes/no answer (fastpath.py); the closures explain every "no".
+        self._fast = fast
         # Without recursion the arguments can only nest as deep as the schema does
         # before every part is checked; a recursive schema has no such bound, so
         # the nesting limit is applied up front.
@@ -341,6 +357,13 @@ class CompiledSchema:
 
     def validate(self, arguments: Any) -> None:
         """Raise InputSchemaError unless ``arguments`` is a JSON value the schema accepts."""
+        fast = self._fast
+        if fast is not None:
+            try:
+                if fast(arguments):
+                    return
+            except (PatternTimeout, Unknown, RecursionError):
+                pass  # not a plain yes or no: the closures below say what happened
         try:
             if self._walk_first:
                 try:
@@ -374,4 +397,5 @@ def compile(schema: Any, dialect: str = CONTRACT) -> CompiledSchema:
     """Preflight the complete schema once; raises InputSchemaError."""
     compiler = Compiler(dialect)
     check = compiler.root(schema)
-    return CompiledSchema(schema, dialect, check, walk_first=compiler.recursive)
+    fast = generate(compiler, schema, compiler.recursive)
+    return CompiledSchema(schema, dialect, check, walk_first=compiler.recursive, fast=fast)
