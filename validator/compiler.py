@@ -124,6 +124,7 @@ class Compiler:
         # (holder, location, branches) of each oneOf/anyOf: the fast path fills holder with
         # one yes/no predicate per branch, so a passing composition formats no messages.
         self.compositions: list[tuple[list, tuple, list]] = []
+        self.ref_targets: dict[tuple, tuple] = {}  # location of a $ref -> (target location, target schema)
         self.recursive = False
 
     def _error(self, kind: str, tokens: tuple, keyword: str, text: str) -> InputSchemaError:
@@ -214,6 +215,7 @@ class Compiler:
                 raise site.malformed(f"the $ref {describe(reference)} does not resolve inside this schema")
             tokens.append(token)
         key = tuple(tokens)
+        self.ref_targets[site.tokens] = (key, target)
         holder = self.open_cells[-1]
         if self.descents == holder.baseline:
             holder.edges.append((key, site.path))

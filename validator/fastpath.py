@@ -38,7 +38,7 @@ _GENERATED = frozenset({
     "type", "required", "properties", "additionalProperties", "additional_properties",
     "enum", "const", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
     "minLength", "maxLength", "pattern", "minItems", "maxItems", "items",
-    "minProperties", "maxProperties", "oneOf", "anyOf", "not", "allOf",
+    "minProperties", "maxProperties", "oneOf", "anyOf", "not", "allOf", "$ref",
 })
 # Keywords whose presence changes what a generated keyword means (items after
 # prefixItems, additionalProperties beside patternProperties): such objects fall back.
@@ -318,6 +318,15 @@ class Generator:
             out.append(f"{pad}if ({' + '.join(calls)}) != 1: return False")
         if "not" in schema:
             out.append(f"{pad}if {self.function(schema['not'], tokens + ('not',), True)}({var}): return False")
+        if "$ref" in schema:
+            key, target = self.compiler.ref_targets[tokens + ("$ref",)]
+            if key == ():
+                # The document root: its closure (the root's own function also checks the implicit object type).
+                out.append(f"{pad}if not _call({self.const(self.compiler.cells[key].check)}, {var}): return False")
+            else:
+                # Applied in place, so the target is compiled as ensured (Compiler.cell); a recursive
+                # reference calls the function being written, which is why it is named before its body.
+                out.append(f"{pad}if not {self.function(target, key, True)}({var}): return False")
 
     # --- assembly --------------------------------------------------------------------------
 
