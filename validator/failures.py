@@ -43,11 +43,11 @@ class Failure:
         if self.causes:
             message = self.render()
             where = pointer(self.location())
-        else:  # the common case, without building tuples
-            where = ""
-            for token in reversed(self.tokens):
-                where += "/" + escape_token(token)
-            message = f"{where or 'arguments'}: {self.text}"
+        elif self.tokens:  # the common case, without building tuples
+            where = "/" + "/".join([escape_token(token) for token in reversed(self.tokens)])
+            message = f"{where}: {self.text}"
+        else:
+            where, message = "", "arguments: " + self.text
         return InputSchemaError.of(self.kind, message, where, self.schema_path, self.keyword)
 
     def __repr__(self) -> str:

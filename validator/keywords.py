@@ -154,6 +154,7 @@ def compile_properties(value: Any, site: Site) -> Check | None:
 
         return check_properties
     extra_path, names = site.sibling(key).path, frozenset(checks)
+    allowed = _names(names)
     if extra is False:
 
         def check_closed(v: dict) -> Failure | None:
@@ -165,7 +166,7 @@ def compile_properties(value: Any, site: Site) -> Check | None:
                 if entry is None:
                     if type(name) is not str:
                         return Invalid("", "", f"object key {name!r} is not a string")
-                    return Invalid(key, extra_path, _not_allowed(name, names))
+                    return Invalid(key, extra_path, _not_allowed(name, allowed))
                 check, passes = entry
                 if type(item) in passes:
                     continue
@@ -209,8 +210,9 @@ def _closes(schema: Mapping) -> bool:
     return False
 
 
-def _not_allowed(name: Any, names: frozenset) -> str:
-    return f'property "{name}" is not allowed (no additional properties; allowed: {_names(names)})'
+def _not_allowed(name: Any, allowed: str) -> str:
+    """``allowed``: _names() of the declared names, rendered once at compile time."""
+    return f'property "{name}" is not allowed (no additional properties; allowed: {allowed})'
 
 
 def _required_names(site: Site) -> tuple[str, ...]:
@@ -243,7 +245,7 @@ def compile_additional_properties(value: Any, site: Site) -> Check | None:
     declared = site.compiler.declared_properties(site)
     path, keyword = site.path, site.keyword
     if value is False:
-        names = declared.names
+        allowed = _names(declared.names)
 
         def check_no_additional(v: dict) -> Failure | None:
             for name in v:
@@ -251,7 +253,7 @@ def compile_additional_properties(value: Any, site: Site) -> Check | None:
                     return Invalid("", "", f"object key {name!r} is not a string")
                 try:
                     if not declared(name):
-                        return Invalid(keyword, path, _not_allowed(name, names))
+                        return Invalid(keyword, path, _not_allowed(name, allowed))
                 except PatternTimeout:
                     return name_timeout(name, path)
             return None
