@@ -16,7 +16,7 @@ from .errors import EXECUTION_FAILURE, UNSUPPORTED, VALIDATION, InputSchemaError
 from .failures import Invalid
 from .json_values import NotJson, check_json, describe
 from .keywords import CONTRACT, EXTENDED
-from .table import KEYWORDS, Keyword
+from .table import KEYWORDS, VENDOR, VENDOR_PREFIX, Keyword
 from .fastpath import Unknown, generate
 from .patterns import PatternError, PatternTimeout, compile_pattern
 from .nodes import check_domain, check_scalar_domain, combine, domain_failure, sequence, trusted
@@ -112,6 +112,7 @@ class Compiler:
         self.dialect = dialect
         self.table = {name: row for name, row in table.items() if dialect in row.dialects}
         self.unavailable = {name for name, row in table.items() if dialect not in row.dialects}
+        self.vendor = dialect in VENDOR.dialects  # "x-…" keywords without a row are annotations
         self.document: Any = None
         self.cells: dict[tuple, Cell] = {}
         self.open_cells: list[Cell] = []
@@ -197,7 +198,8 @@ class Compiler:
             raise site.unsupported(f"the anchor reference {describe(reference)} is not supported (no $anchor)")
         draft = self.document.get("$schema") if isinstance(self.document, Mapping) else None
         if type(draft) is str and any(d in draft for d in ("draft-04", "draft-06", "draft-07")):
-            siblings = [k for k in site.schema if k not in _REF_NEUTRAL]
+            siblings = [k for k in site.schema
+                        if k not in _REF_NEUTRAL and not (self.vendor and k.startswith(VENDOR_PREFIX))]
             if siblings:
                 raise site.unsupported(
                     f"in {draft} a $ref ignores its sibling keywords ({', '.join(siblings)}); "
@@ -243,6 +245,9 @@ class Compiler:
 
     def row(self, name: str) -> Keyword:
         """The table row of a keyword this dialect supports (KeyError otherwise)."""
+        row = self.table.get(name)
+        if row is None and self.vendor and name.startswith(VENDOR_PREFIX):
+            return VENDOR
         return self.table[name]
 
     def name_pattern(self, source: Any, site: Site, *more: str | int) -> Any:
@@ -279,7 +284,11 @@ class Compiler:
             if type(key) is not str:
                 raise self._error(VALIDATION, tokens, "", f"schema keys must be strings, not {describe(key)}")
             if key not in self.table:
-                hint = " (it is supported in the extended dialect)" if key in self.unavailable else ""
+                if self.vendor and key.startswith(VENDOR_PREFIX):
+                    VENDOR.compile(schema[key], Site(schema, key, tokens + (key,), self, depth))
+                    continue
+                extended_has_it = key in self.unavailable or (key.startswith(VENDOR_PREFIX) and not self.vendor)
+                hint = " (it is supported in the extended dialect)" if extended_has_it else ""
                 raise self._error(UNSUPPORTED, tokens + (key,), key, f'the keyword "{key}" is not supported{hint}')
         if "additionalProperties" in schema and "additional_properties" in schema:
             raise self._error(
