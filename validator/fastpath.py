@@ -44,9 +44,11 @@ _GENERATED = frozenset({
 # prefixItems, additionalProperties beside patternProperties): such objects fall back.
 _CHANGES_MEANING = frozenset({"prefixItems", "patternProperties"})
 
-# Inline children while the generated code is indented less than this; deeper
-# children become their own function (Python refuses more than 20 nested loops
-# and 100 indentation levels in one function).
+# Inline children while ``ind`` (the nesting depth the generator tracks) is below
+# this; deeper children become their own function. Python refuses more than 20
+# nested loops and 100 indentation levels in one function: every loop the
+# generator writes adds at least 2 to ``ind`` (the type section and the loop),
+# so a function holds at most 12 nested loops.
 _INLINE_INDENT = 24
 
 _SCALARS = frozenset({str, int, bool, type(None)})
@@ -238,23 +240,27 @@ class Generator:
         props = schema.get("properties") or {}
         extra_key = next((k for k in ("additionalProperties", "additional_properties") if k in schema), None)
         extra = schema[extra_key] if extra_key is not None else True
-        names = self.const(frozenset(props))
+        declared = frozenset(props)
+        names = self.const(declared)
+        # Whether every member is declared, asked in C (a non-str key is never declared):
+        # the usual valid call then skips the per-member loop entirely.
+        only_declared = f"{self.const(declared.issuperset)}({var})"
         if extra is False:
-            k = self.fresh("k")
-            out.append(f"{pad}for {k} in {var}:")
-            out.append(f"{pad}    if {k} not in {names}: return False")
+            out.append(f"{pad}if not {only_declared}: return False")
         elif extra is not True:
             k, x = self.fresh("k"), self.fresh("x")
-            out.append(f"{pad}for {k}, {x} in {var}.items():")
-            out.append(f"{pad}    if {k} not in {names}:")
-            out.append(f"{pad}        if type({k}) is not str: return False")
-            self.child(extra, tokens + (extra_key,), False, x, ind + 2, out)
+            out.append(f"{pad}if not {only_declared}:")
+            out.append(f"{pad}    for {k}, {x} in {var}.items():")
+            out.append(f"{pad}        if {k} not in {names}:")
+            out.append(f"{pad}            if type({k}) is not str: return False")
+            self.child(extra, tokens + (extra_key,), False, x, ind + 3, out)
         elif not ensured:
             k, x = self.fresh("k"), self.fresh("x")
-            out.append(f"{pad}for {k}, {x} in {var}.items():")
-            out.append(f"{pad}    if {k} not in {names}:")
-            out.append(f"{pad}        if type({k}) is not str: return False")
-            out.append(f"{pad}        if type({x}) not in _SCALARS and not _member_is_json({x}): return False")
+            out.append(f"{pad}if not {only_declared}:")
+            out.append(f"{pad}    for {k}, {x} in {var}.items():")
+            out.append(f"{pad}        if {k} not in {names}:")
+            out.append(f"{pad}            if type({k}) is not str: return False")
+            out.append(f"{pad}            if type({x}) not in _SCALARS and not _member_is_json({x}): return False")
         for name, sub in props.items():
             x = self.fresh("x")
             c = self.const(name)
