@@ -484,15 +484,19 @@ def dataset_main(opts: argparse.Namespace) -> int:
     print()
     for part in parts:
         ours_med = summary[part]["ours"]["median"]
-        ratios = ", ".join(f"{n} {summary[part][n]['median'] / ours_med:.2f}x" for n in names[1:])
+        ours_min = summary[part]["ours"]["min"]
+        ratios = ", ".join(f"{n} {summary[part][n]['median'] / ours_med:.2f}x (on mins {summary[part][n]['min'] / ours_min:.2f}x)"
+                           for n in names[1:])
         print(f"{part:<10}speed vs ours (above 1 means we are faster): {ratios}")
     if "fastjsonschema" in names:
         print()
         for part in parts:
             r = summary[part]["fastjsonschema"]["median"] / summary[part]["ours"]["median"]
             worst = summary[part]["fastjsonschema"]["min"] / summary[part]["ours"]["max"]
+            best = summary[part]["fastjsonschema"]["min"] / summary[part]["ours"]["min"]
             print(f"target >= 1.5x fastjsonschema ({part}): {'MET' if r >= 1.5 else 'NOT MET'} "
-                  f"({r:.2f}x on medians; {worst:.2f}x fastest peer run vs slowest of ours)")
+                  f"({r:.2f}x on medians; {best:.2f}x on mins, the least load-bound; "
+                  f"{worst:.2f}x fastest peer run vs slowest of ours)")
     if opts.json:
         opts.json.write_text(json.dumps({"summary": summary, "disagree": disagree}, indent=2))
     return 0
