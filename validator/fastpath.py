@@ -293,7 +293,10 @@ class Generator:
             matches = self.patterns.get(source)
             if matches is None:
                 matches = self.patterns[source] = compile_pattern(source, extended=self.extended)
-            out.append(f"{pad}if not {self.const(matches)}({var}): return False")
+            # A string short enough to need no work limit is searched right here (see compile_pattern).
+            out.append(f"{pad}if len({var}) <= {self.const(matches.untimed)}:")
+            out.append(f"{pad}    if {self.const(matches.search)}({var}) is None: return False")
+            out.append(f"{pad}elif not {self.const(matches)}({var}): return False")
         return out
 
     def number_checks(self, schema: Mapping, var: str, ind: int) -> list[str]:
