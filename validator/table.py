@@ -8,9 +8,9 @@ is one compile function, one row here, and its tests.
 
 One row stands for a family rather than a name: VENDOR, the extended dialect's
 vendor extensions, matches every keyword spelled "x-…" that has no row of its
-own (see row_for). x-mcp-header keeps its own row, so it stays a string in both
-dialects, and the contract dialect has no vendor row: there, any other "x-"
-keyword is unsupported, as the contract says.
+own (Compiler.row and Compiler.node apply it). x-mcp-header keeps its own row,
+so it stays a string in both dialects, and the contract dialect has no vendor
+row: there, any other "x-" keyword is unsupported, as the contract says.
 """
 
 from __future__ import annotations
@@ -130,10 +130,3 @@ KEYWORDS: dict[str, Keyword] = {
 VENDOR_PREFIX = "x-"
 VENDOR = Keyword("x-…", x.compile_vendor_annotation, None, _EXT)
 
-
-def row_for(name: str, dialect: str, table: dict[str, Keyword] = KEYWORDS) -> Keyword | None:
-    """The row that governs keyword ``name`` in ``dialect``, or None if it is unsupported there."""
-    row = table.get(name)
-    if row is None and name.startswith(VENDOR_PREFIX):
-        row = VENDOR
-    return row if row is not None and dialect in row.dialects else None
