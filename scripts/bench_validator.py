@@ -4,6 +4,7 @@
     .venv/bin/python scripts/bench_validator.py            # every fixture in fixtures/coding-tools/
     .venv/bin/python scripts/bench_validator.py --quick    # fewer repeats
     .venv/bin/python scripts/bench_validator.py --profile edit_file   # cProfile our per-call path
+    .venv/bin/python scripts/bench_validator.py --dataset [--dialect extended]   # real catalogs, mixed traffic
 
 The peers come from the `bench` extra (`pip install -e '.[bench]'`); a missing
 one is reported and left out. Every validator is built once per fixture
@@ -15,6 +16,13 @@ a gate would call it — the raising form, so an invalid call pays for its error
     fastjsonschema  compiled(args)                       (JsonSchemaValueException; formats and defaults off)
     jsonschema-rs   Draft202012Validator(s).validate(a)  (ValidationError; formats off)
     jsonschema      Draft202012Validator(s).validate(a)  (ValidationError via best_match; no format checker)
+
+Dataset mode (--dataset) builds a traffic mix from the captured tool catalogs in
+fixtures/catalogs/: for every tool our validator supports under the dialect (and
+every peer compiles), valid and invalid arguments generated deterministically
+from the schema (seeded by the tool's name), labelled by our validator, shuffled
+into one stream. It reports µs per instance over the mix, over its valid and
+over its invalid part, with min/median/max over interleaved repeats.
 
 Reported: the median over repeats of ns per call, and each peer's ratio to us
 (peer time / our time: above 1 means we are faster). The summary takes, for
@@ -28,9 +36,11 @@ import argparse
 import cProfile
 import json
 import pstats
+import random
 import statistics
 import sys
 import timeit
+import zlib
 from pathlib import Path
 from typing import Any, Callable
 
@@ -41,6 +51,7 @@ import validator  # noqa: E402
 from validator import InputSchemaError  # noqa: E402
 
 FIXTURES = REPO / "fixtures" / "coding-tools"
+CATALOGS = REPO / "fixtures" / "catalogs"
 
 
 # --- the contenders: each returns a raising per-call function for a schema --------------------
@@ -179,10 +190,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="--repeat 3 --target 0.01")
     parser.add_argument("--profile", metavar="TOOL", help="cProfile our per-call path on one fixture and exit")
     parser.add_argument("--json", type=Path, help="also write the raw figures here")
+    parser.add_argument("--dataset", action="store_true",
+                        help="time a mixed stream of generated arguments for the tools in fixtures/catalogs/")
+    parser.add_argument("--catalogs", type=Path, default=CATALOGS, help="folder of captured catalogs (--dataset)")
+    parser.add_argument("--valid-per-tool", type=int, default=3, help="valid instances per tool (--dataset)")
+    parser.add_argument("--invalid-per-tool", type=int, default=1, help="invalid instances per tool (--dataset)")
     opts = parser.parse_args(argv)
     if opts.quick:
         opts.repeat, opts.target = 3, 0.01
     _error_types()
+    if opts.dataset:
+        return dataset_main(opts)
 
     tools = load_fixtures(opts.fixtures)
     if not tools:
@@ -263,6 +281,224 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {label:<8}" + "; ".join(verdicts_text))
     if opts.json:
         opts.json.write_text(json.dumps({"rows": rows, "summary": summary}, indent=2))
+    return 0
+
+
+# --- dataset mode: generated arguments for the captured catalogs ------------------------------
+
+
+class Generator:
+    """Arguments drawn from a schema with a seeded Random: likely valid, or one mutation away from it.
+
+    Small on purpose: it reads the keywords real tool schemas use, and the labels
+    come from validating, never from the generator's intent.
+    """
+
+    WORDS = ["main", "src/app.py", "hello world", "42", "2024-01-01T00:00:00Z", "https://example.com", "a", ""]
+
+    def __init__(self, root: dict, rnd: random.Random) -> None:
+        self.root = root
+        self.rnd = rnd
+
+    def resolve(self, ref: str) -> Any:
+        target: Any = self.root
+        for raw in ref.lstrip("#").split("/")[1:]:
+            token = raw.replace("~1", "/").replace("~0", "~")
+            target = target[int(token)] if type(target) is list else target.get(token, {})
+        return target
+
+    def value(self, schema: Any, depth: int = 0) -> Any:
+        rnd = self.rnd
+        if not isinstance(schema, dict) or depth > 8:
+            return rnd.choice([None, True, 1, "x"])
+        if "$ref" in schema:
+            merged = {k: v for k, v in schema.items() if k != "$ref"}
+            return self.value({**self.resolve(schema["$ref"]), **merged}, depth + 1)
+        if "const" in schema:
+            return schema["const"]
+        if schema.get("enum"):
+            return rnd.choice(schema["enum"])
+        for key in ("oneOf", "anyOf"):
+            if schema.get(key):
+                rest = {k: v for k, v in schema.items() if k != key}
+                return self.value({**rest, **rnd.choice(schema[key])}, depth + 1)
+        if schema.get("allOf"):
+            merged = {k: v for k, v in schema.items() if k != "allOf"}
+            for part in schema["allOf"]:
+                part = self.resolve(part["$ref"]) if isinstance(part, dict) and "$ref" in part else part
+                if isinstance(part, dict):
+                    props = {**merged.get("properties", {}), **part.get("properties", {})}
+                    required = list(merged.get("required", [])) + list(part.get("required", []))
+                    merged = {**merged, **part, "properties": props, "required": required}
+            return self.value(merged, depth + 1)
+        declared = schema.get("type")
+        if isinstance(declared, list):
+            declared = rnd.choice([t for t in declared if t != "null"] or declared)
+        if declared is None:
+            declared = "object" if "properties" in schema else "array" if "items" in schema else "string"
+        if declared == "object":
+            props = schema.get("properties") or {}
+            required = [n for n in schema.get("required", []) if isinstance(n, str)]
+            out = {n: self.value(props.get(n, {}), depth + 1) for n in required}
+            for name, sub in props.items():
+                if name not in out and rnd.random() < 0.5:
+                    out[name] = self.value(sub, depth + 1)
+            return out
+        if declared == "array":
+            low = int(schema.get("minItems", 0))
+            high = int(schema.get("maxItems", low + 3))
+            return [self.value(schema.get("items", {}), depth + 1) for _ in range(rnd.randint(low, max(low, min(high, low + 3))))]
+        if declared in ("integer", "number"):
+            low = schema.get("minimum", schema.get("exclusiveMinimum", 0))
+            high = schema.get("maximum", schema.get("exclusiveMaximum", low + 100))
+            if declared == "number" and rnd.random() < 0.5:
+                return rnd.uniform(low, high)
+            return rnd.randint(int(low) + 1, max(int(low) + 1, int(high) - 1)) if high > low + 1 else int(low)
+        if declared == "boolean":
+            return rnd.random() < 0.5
+        if declared == "null":
+            return None
+        low = int(schema.get("minLength", 0))
+        text = rnd.choice(self.WORDS)
+        return (text + "x" * low)[: schema.get("maxLength", len(text) + low)]
+
+    def mutate(self, schema: dict, args: Any) -> Any:
+        """One likely violation: a required property dropped, a wrong type, an unknown or bad member."""
+        rnd = self.rnd
+        if not isinstance(args, dict):
+            return [args]
+        out = dict(args)
+        props = schema.get("properties") or {}
+        how = rnd.randrange(4)
+        if how == 0 and schema.get("required"):
+            out.pop(rnd.choice(schema["required"]), None)
+        elif how == 1 and out:
+            name = rnd.choice(sorted(out))
+            out[name] = {"unexpected": [1, 2]} if not isinstance(out[name], dict) else "not an object"
+        elif how == 2 and props:
+            name = rnd.choice(sorted(props))
+            out[name] = rnd.choice([-(10**9), 10**9, "", [], 1.5, None])
+        else:
+            out["no_such_parameter"] = "x"
+        return out
+
+
+def build_dataset(folder: Path, dialect: str, contenders: dict[str, Callable], valid_n: int, invalid_n: int) -> dict:
+    tools, skipped, peer_failed = [], 0, 0
+    for path in sorted(folder.glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if "tools" not in data:
+            continue
+        for tool in data["tools"]:
+            schema = tool.get("inputSchema")
+            try:
+                compiled = validator.compile(schema, dialect=dialect)
+            except InputSchemaError:
+                skipped += 1
+                continue
+            try:
+                built = {name: build(schema, dialect) for name, build in contenders.items()}
+            except Exception:  # a peer that cannot compile this schema: the tool is left out for all
+                peer_failed += 1
+                continue
+            name = f"{data.get('server', path.stem)}/{tool.get('name')}"
+            gen = Generator(schema, random.Random(zlib.crc32(name.encode())))
+            valid, invalid = [], []
+            for _ in range(40):
+                if len(valid) >= valid_n and len(invalid) >= invalid_n:
+                    break
+                args = gen.value(schema)
+                if compiled.is_valid(args):
+                    if len(valid) < valid_n:
+                        valid.append(args)
+                    bad = gen.mutate(schema, args)
+                    if len(invalid) < invalid_n and not compiled.is_valid(bad):
+                        invalid.append(bad)
+            tools.append({"name": name, "built": built, "valid": valid, "invalid": invalid})
+    return {"tools": tools, "skipped": skipped, "peer_failed": peer_failed}
+
+
+def _stream_runner(pairs: list[tuple[Callable, Any]], errors: tuple) -> Callable[[], None]:
+    def run() -> None:
+        for check, a in pairs:
+            try:
+                check(a)
+            except errors:
+                pass
+
+    return run
+
+
+def dataset_main(opts: argparse.Namespace) -> int:
+
+    contenders: dict[str, Callable] = {"ours": ours}
+    for name, build in PEERS.items():
+        if name in ERRORS:
+            contenders[name] = build
+        else:
+            print(f"note: {name} is not installed (pip install -e '.[bench]'); left out", file=sys.stderr)
+    names = list(contenders)
+    data = build_dataset(opts.catalogs, opts.dialect, contenders, opts.valid_per_tool, opts.invalid_per_tool)
+    rnd = random.Random(0)
+    stream = [(t, a, True) for t in data["tools"] for a in t["valid"]] + \
+             [(t, a, False) for t in data["tools"] for a in t["invalid"]]
+    rnd.shuffle(stream)
+    parts = {"mixed": stream, "valid": [x for x in stream if x[2]], "invalid": [x for x in stream if not x[2]]}
+    disagree = {n: 0 for n in names}
+    for name in names:
+        for tool, args, label in stream:
+            if verdicts(tool["built"][name], ERRORS[name], [args]) != [label]:
+                disagree[name] += 1
+    print(f"python {sys.version.split()[0]}; dialect {opts.dialect}; {len(data['tools'])} tools from {opts.catalogs} "
+          f"({data['skipped']} unsupported in this dialect, {data['peer_failed']} a peer cannot compile); "
+          f"{len(parts['valid'])} valid + {len(parts['invalid'])} invalid instances, shuffled into one stream")
+    print(f"load average before: {Path('/proc/loadavg').read_text().strip()}")
+    print("verdicts differing from our label: " + ", ".join(f"{n} {disagree[n]}" for n in names))
+    timers: dict[tuple[str, str], timeit.Timer] = {}
+    numbers: dict[tuple[str, str], int] = {}
+    for part, items in parts.items():
+        for name in names:
+            run = _stream_runner([(t["built"][name], a) for t, a, _ in items], ERRORS[name])
+            timers[(part, name)] = timer = timeit.Timer(run)
+            numbers[(part, name)] = _calibrate(timer, opts.target)
+    samples: dict[tuple[str, str], list[float]] = {key: [] for key in timers}
+    for _ in range(opts.repeat):  # interleaved: a load change hits every contender alike
+        for key, timer in timers.items():
+            n = numbers[key]
+            samples[key].append(timer.timeit(n) / (n * len(parts[key[0]])) * 1e6)
+    print(f"load average after: {Path('/proc/loadavg').read_text().strip()}")
+    print(f"µs per instance, median [min–max] of {opts.repeat} interleaved repeats; ratio = peer / ours on the medians")
+    head = f"{'':<10}" + "".join(f"{n:>26}" for n in names)
+    print(head)
+    print("-" * len(head))
+    summary: dict[str, dict] = {}
+    for part in parts:
+        line = f"{part:<10}"
+        med = {}
+        for name in names:
+            values = samples[(part, name)]
+            med[name] = statistics.median(values)
+            line += f"{f'{med[name]:.2f} [{min(values):.2f}–{max(values):.2f}]':>26}"
+        print(line)
+        summary[part] = {n: {"median": med[n], "min": min(samples[(part, n)]), "max": max(samples[(part, n)])} for n in names}
+    print()
+    for part in parts:
+        ours_med = summary[part]["ours"]["median"]
+        ours_min = summary[part]["ours"]["min"]
+        ratios = ", ".join(f"{n} {summary[part][n]['median'] / ours_med:.2f}x (on mins {summary[part][n]['min'] / ours_min:.2f}x)"
+                           for n in names[1:])
+        print(f"{part:<10}speed vs ours (above 1 means we are faster): {ratios}")
+    if "fastjsonschema" in names:
+        print()
+        for part in parts:
+            r = summary[part]["fastjsonschema"]["median"] / summary[part]["ours"]["median"]
+            worst = summary[part]["fastjsonschema"]["min"] / summary[part]["ours"]["max"]
+            best = summary[part]["fastjsonschema"]["min"] / summary[part]["ours"]["min"]
+            print(f"target >= 1.5x fastjsonschema ({part}): {'MET' if r >= 1.5 else 'NOT MET'} "
+                  f"({r:.2f}x on medians; {best:.2f}x on mins, the least load-bound; "
+                  f"{worst:.2f}x fastest peer run vs slowest of ours)")
+    if opts.json:
+        opts.json.write_text(json.dumps({"summary": summary, "disagree": disagree}, indent=2))
     return 0
 
 

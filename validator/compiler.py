@@ -8,7 +8,7 @@ value requires.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from urllib.parse import unquote
 
@@ -16,9 +16,10 @@ from .errors import EXECUTION_FAILURE, UNSUPPORTED, VALIDATION, InputSchemaError
 from .failures import Invalid
 from .json_values import NotJson, check_json, describe
 from .keywords import CONTRACT, EXTENDED
-from .table import KEYWORDS, Keyword
-from .patterns import PatternError, compile_pattern
-from .nodes import check_domain, combine, domain_failure, sequence, trusted
+from .table import KEYWORDS, VENDOR, VENDOR_PREFIX, Keyword
+from .fastpath import Unknown, generate
+from .patterns import PatternError, PatternTimeout, compile_pattern
+from .nodes import check_domain, check_scalar_domain, combine, domain_failure, sequence, trusted
 from .site import Check, Site
 
 DIALECTS = (CONTRACT, EXTENDED)
@@ -111,10 +112,20 @@ class Compiler:
         self.dialect = dialect
         self.table = {name: row for name, row in table.items() if dialect in row.dialects}
         self.unavailable = {name for name, row in table.items() if dialect not in row.dialects}
+        self.vendor = dialect in VENDOR.dialects  # "x-…" keywords without a row are annotations
         self.document: Any = None
         self.cells: dict[tuple, Cell] = {}
         self.open_cells: list[Cell] = []
         self.descents = 0  # how many value-descending keywords enclose the current compile
+        # Whether the value of each schema object being compiled (innermost last) is
+        # already held to the JSON domain; compile_properties reads it (see node()).
+        self.ensured: list[bool] = []
+        # (schema location, ensured) -> the closure compiled there, for the fast path to fall back to.
+        self.checks: dict[tuple, Check] = {}
+        # (holder, location, branches) of each oneOf/anyOf: the fast path fills holder with
+        # one yes/no predicate per branch, so a passing composition formats no messages.
+        self.compositions: list[tuple[list, tuple, list]] = []
+        self.ref_targets: dict[tuple, tuple] = {}  # location of a $ref -> (target location, target schema)
         self.recursive = False
 
     def _error(self, kind: str, tokens: tuple, keyword: str, text: str) -> InputSchemaError:
@@ -129,7 +140,8 @@ class Compiler:
                 # MCP arguments are always an object: a root without "type" (as some servers
                 # publish) is read as "type": "object", which narrows and never drops a constraint.
                 self.document = schema
-                root_type = self.node({"type": "object"}, (), 0)
+                # Only the type: the rest of the root answers for the value being JSON.
+                root_type = self.node({"type": "object"}, (), 0, ensured=True)
                 rest = self.cell(schema, (), 0, ensured=False)
                 self._refuse_in_place_cycles()
                 return sequence([root_type, rest])
@@ -186,7 +198,8 @@ class Compiler:
             raise site.unsupported(f"the anchor reference {describe(reference)} is not supported (no $anchor)")
         draft = self.document.get("$schema") if isinstance(self.document, Mapping) else None
         if type(draft) is str and any(d in draft for d in ("draft-04", "draft-06", "draft-07")):
-            siblings = [k for k in site.schema if k not in _REF_NEUTRAL]
+            siblings = [k for k in site.schema
+                        if k not in _REF_NEUTRAL and not (self.vendor and k.startswith(VENDOR_PREFIX))]
             if siblings:
                 raise site.unsupported(
                     f"in {draft} a $ref ignores its sibling keywords ({', '.join(siblings)}); "
@@ -204,6 +217,7 @@ class Compiler:
                 raise site.malformed(f"the $ref {describe(reference)} does not resolve inside this schema")
             tokens.append(token)
         key = tuple(tokens)
+        self.ref_targets[site.tokens] = (key, target)
         holder = self.open_cells[-1]
         if self.descents == holder.baseline:
             holder.edges.append((key, site.path))
@@ -228,6 +242,13 @@ class Compiler:
         for key in list(self.cells):
             if key not in state:
                 visit(key)
+
+    def row(self, name: str) -> Keyword:
+        """The table row of a keyword this dialect supports (KeyError otherwise)."""
+        row = self.table.get(name)
+        if row is None and self.vendor and name.startswith(VENDOR_PREFIX):
+            return VENDOR
+        return self.table[name]
 
     def name_pattern(self, source: Any, site: Site, *more: str | int) -> Any:
         """A patternProperties name predicate (raises PatternTimeout, see name_timeout)."""
@@ -263,7 +284,11 @@ class Compiler:
             if type(key) is not str:
                 raise self._error(VALIDATION, tokens, "", f"schema keys must be strings, not {describe(key)}")
             if key not in self.table:
-                hint = " (it is supported in the extended dialect)" if key in self.unavailable else ""
+                if self.vendor and key.startswith(VENDOR_PREFIX):
+                    VENDOR.compile(schema[key], Site(schema, key, tokens + (key,), self, depth))
+                    continue
+                extended_has_it = key in self.unavailable or (key.startswith(VENDOR_PREFIX) and not self.vendor)
+                hint = " (it is supported in the extended dialect)" if extended_has_it else ""
                 raise self._error(UNSUPPORTED, tokens + (key,), key, f'the keyword "{key}" is not supported{hint}')
         if "additionalProperties" in schema and "additional_properties" in schema:
             raise self._error(
@@ -274,29 +299,44 @@ class Compiler:
         leading: Check | None = None
         specific: dict[type, list[Check]] = {}
         trailing: list[Check] = []
-        for name, row in self.table.items():  # table order is evaluation order
-            if name not in schema:
-                continue
-            check = row.compile(schema[name], Site(schema, name, tokens + (name,), self, depth))
-            if check is None:
-                continue
-            if row.applies == "type":
-                leading = check
-            elif row.applies == "any":
-                trailing.append(check)
-            else:
-                for t in _APPLIES[row.applies]:
-                    specific.setdefault(t, []).append(check)
+        self.ensured.append(ensured)
+        try:
+            for name, row in self.table.items():  # table order is evaluation order
+                if name not in schema:
+                    continue
+                check = row.compile(schema[name], Site(schema, name, tokens + (name,), self, depth))
+                if check is None:
+                    continue
+                if row.applies == "type":
+                    leading = check
+                elif row.applies == "any":
+                    trailing.append(check)
+                else:
+                    for t in _APPLIES[row.applies]:
+                        specific.setdefault(t, []).append(check)
+        finally:
+            self.ensured.pop()
+        if ensured:
+            if leading is None:
+                leading = trusted
+            check = self.checks[(tokens, ensured)] = combine(leading, specific, trailing)
+            return check
+        # Each node answers for its own value being JSON, walking each part once. The
+        # type check does it for scalars (and refuses NaN); a container is covered
+        # when every part of it is handed to a subschema that does the same, or when
+        # the properties check holds the members no subschema declares (an open object).
         if leading is None:
-            leading = trusted if ensured else check_domain
-        elif not ensured:
-            # Each node answers for its own value being JSON. The type check does for
-            # scalars (and refuses NaN); a container is covered only when every part
-            # of it is handed to a subschema that does the same.
-            for t, covered in ((dict, _closes_objects(schema)), (list, "items" in schema)):
-                if t in leading.exact and not covered:
-                    specific.setdefault(t, []).insert(0, check_domain)
-        return combine(leading, specific, trailing)
+            if not specific and not trailing:
+                self.checks[(tokens, ensured)] = check_domain
+                return check_domain  # an empty or annotation-only schema: one walk, nothing else
+            leading = check_scalar_domain
+        for t, covered in ((dict, _closes_objects(schema)), (list, "items" in schema)):
+            if t in leading.exact and not covered:  # type: ignore[attr-defined]
+                if t is dict and any(getattr(c, "covers_domain", False) for c in specific.get(dict, ())):
+                    continue
+                specific.setdefault(t, []).insert(0, check_domain)
+        check = self.checks[(tokens, ensured)] = combine(leading, specific, trailing)
+        return check
 
     def declared_properties(self, site: Site) -> DeclaredNames | DeclaredByPattern:
         schema = site.schema
@@ -312,12 +352,15 @@ class Compiler:
 class CompiledSchema:
     """A preflighted tool schema; ``validate`` checks one set of arguments."""
 
-    __slots__ = ("schema", "dialect", "_check", "_walk_first")
+    __slots__ = ("schema", "dialect", "_check", "_walk_first", "_fast")
 
-    def __init__(self, schema: Mapping, dialect: str, check: Check, walk_first: bool = False) -> None:
+    def __init__(self, schema: Mapping, dialect: str, check: Check, walk_first: bool = False,
+                 fast: Callable[[Any], bool] | None = None) -> None:
         self.schema = schema
         self.dialect = dialect
         self._check = check
+        # The generated yes/no answer (fastpath.py); the closures explain every "no".
+        self._fast = fast
         # Without recursion the arguments can only nest as deep as the schema does
         # before every part is checked; a recursive schema has no such bound, so
         # the nesting limit is applied up front.
@@ -325,6 +368,13 @@ class CompiledSchema:
 
     def validate(self, arguments: Any) -> None:
         """Raise InputSchemaError unless ``arguments`` is a JSON value the schema accepts."""
+        fast = self._fast
+        if fast is not None:
+            try:
+                if fast(arguments):
+                    return
+            except (PatternTimeout, Unknown, RecursionError):
+                pass  # not a plain yes or no: the closures below say what happened
         try:
             if self._walk_first:
                 try:
@@ -358,4 +408,5 @@ def compile(schema: Any, dialect: str = CONTRACT) -> CompiledSchema:
     """Preflight the complete schema once; raises InputSchemaError."""
     compiler = Compiler(dialect)
     check = compiler.root(schema)
-    return CompiledSchema(schema, dialect, check, walk_first=compiler.recursive)
+    fast = generate(compiler, schema, compiler.recursive)
+    return CompiledSchema(schema, dialect, check, walk_first=compiler.recursive, fast=fast)

@@ -10,9 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from .errors import EXECUTION_FAILURE
+from .fastpath import Unknown
 from .failures import Failure, Invalid
 from .json_values import describe
 from .keywords import CONTRACT
+from .patterns import PatternTimeout
 from .site import Check, Site
 
 
@@ -20,11 +22,42 @@ def _branches(value: Any, site: Site) -> tuple[Check, ...]:
     return tuple(site.sub(branch, i) for i, branch in enumerate(site.array(value, non_empty=True)))
 
 
+def _predicates(value: list, site: Site) -> list:
+    """Filled after compilation with one yes/no predicate per branch (see fastpath.generate).
+
+    A composition that passes then builds no failure for its losing branches: their
+    messages are formatted only when the whole composition fails and must explain itself.
+    """
+    holder: list = []
+    site.compiler.compositions.append((holder, site.tokens, value))
+    return holder
+
+
+# A predicate that cannot give a plain yes or no raises one of these; the branch
+# closures are then asked, and they report the execution failure.
+_UNKNOWN = (PatternTimeout, Unknown, RecursionError)
+
+
 def compile_one_of(value: Any, site: Site) -> Check:
     branches, path = _branches(value, site), site.path
     n = len(branches)
+    predicates = _predicates(value, site)
 
     def check_one_of(v: Any) -> Failure | None:
+        if predicates:
+            try:
+                hits = [i for i, matches in enumerate(predicates) if matches(v)]
+            except _UNKNOWN:
+                pass
+            else:
+                if len(hits) == 1:
+                    return None
+                if hits:
+                    return Invalid(
+                        "oneOf", path,
+                        f"{describe(v)} matches more than one of the {n} alternatives (at least {hits[0]} and {hits[1]}); "
+                        "it must match exactly one",
+                    )
         matched: list[int] = []
         failures: list[Failure] = []
         for i, branch in enumerate(branches):
@@ -54,8 +87,16 @@ def compile_any_of(value: Any, site: Site) -> Check:
         raise site.unsupported("oneOf and anyOf in the same schema object are outside the subset")
     branches, path = _branches(value, site), site.path
     n = len(branches)
+    predicates = _predicates(value, site)
 
     def check_any_of(v: Any) -> Failure | None:
+        if predicates:
+            try:
+                for matches in predicates:
+                    if matches(v):
+                        return None
+            except _UNKNOWN:
+                pass
         failures: list[Failure] = []
         for branch in branches:
             failure = branch(v)

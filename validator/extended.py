@@ -354,6 +354,13 @@ def compile_content_schema(value: Any, site: Site) -> None:
     return None
 
 
+def compile_vendor_annotation(value: Any, site: Site) -> None:
+    # Vendor extensions ("x-fastmcp-wrap-result": true, …) mean something to their
+    # vendor only: any JSON value is accepted and nothing is asserted.
+    site.json_value(value)
+    return None
+
+
 def compile_examples(value: Any, site: Site) -> None:
     site.json_value(site.array(value))
     return None

@@ -32,22 +32,27 @@ class Failure:
         return prefix + tuple(reversed(self.tokens))
 
     def render(self, prefix: tuple = ()) -> str:
-        where = pointer(self.location(prefix)) or "arguments"
+        return self._render(self.location(prefix))
+
+    def _render(self, absolute: tuple) -> str:
+        where = pointer(absolute) or "arguments"
         text = self.text
         if self.causes:
-            absolute = self.location(prefix)
-            text += " " + "; ".join(f"[{i}] {c.render(absolute)}" for i, c in enumerate(self.causes[:_MAX_CAUSES]))
+            text += " " + "; ".join(
+                f"[{i}] {c._render(absolute + tuple(reversed(c.tokens)))}" for i, c in enumerate(self.causes[:_MAX_CAUSES])
+            )
         return f"{where}: {text}"
 
     def to_error(self) -> InputSchemaError:
         if self.causes:
-            message = self.render()
-            where = pointer(self.location())
-        else:  # the common case, without building tuples
-            where = ""
-            for token in reversed(self.tokens):
-                where += "/" + escape_token(token)
-            message = f"{where or 'arguments'}: {self.text}"
+            absolute = self.location()
+            where = pointer(absolute)
+            message = self._render(absolute)
+        elif self.tokens:  # the common case, without building tuples
+            where = "/" + "/".join([escape_token(token) for token in reversed(self.tokens)])
+            message = f"{where}: {self.text}"
+        else:
+            where, message = "", "arguments: " + self.text
         return InputSchemaError.of(self.kind, message, where, self.schema_path, self.keyword)
 
     def __repr__(self) -> str:

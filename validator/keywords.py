@@ -15,6 +15,7 @@ from typing import Any, Mapping
 
 from .failures import Exhausted, Failure, Invalid
 from .json_values import describe, equality_key
+from .nodes import check_member_domain
 from .patterns import PatternError, PatternTimeout, compile_pattern
 from .site import Check, Site
 
@@ -104,6 +105,35 @@ def compile_properties(value: Any, site: Site) -> Check | None:
     # a bare type check ({"type": "string", "description": …}) costs no call.
     entries = {name: (check, getattr(check, "passes", _NOTHING)) for name, check in checks.items()}
     get = entries.get
+    if extra is True and not site.compiler.ensured[-1] and not _closes(site.schema):
+        # An open object whose own value is not yet known to be JSON: the members no
+        # subschema declares are held to the JSON domain here, in the same pass.
+
+        def check_open_properties(v: dict) -> Failure | None:
+            for name in required:
+                if name not in v:
+                    return Invalid("required", required_path, f'missing required property "{name}"')
+            for name, item in v.items():
+                entry = get(name)
+                if entry is None:
+                    if type(name) is not str:
+                        return Invalid("", "", f"object key {name!r} is not a string")
+                    t = type(item)
+                    if t is str or t is int or t is bool or item is None:
+                        continue
+                    failure = check_member_domain(item)
+                else:
+                    check, passes = entry
+                    if type(item) in passes:
+                        continue
+                    failure = check(item)
+                if failure is not None:
+                    failure.tokens.append(name)
+                    return failure
+            return None
+
+        check_open_properties.covers_domain = True  # type: ignore[attr-defined]  # see Compiler.node
+        return check_open_properties
     if extra is True:
 
         def check_properties(v: dict) -> Failure | None:
@@ -124,6 +154,7 @@ def compile_properties(value: Any, site: Site) -> Check | None:
 
         return check_properties
     extra_path, names = site.sibling(key).path, frozenset(checks)
+    allowed = _names(names)
     if extra is False:
 
         def check_closed(v: dict) -> Failure | None:
@@ -135,7 +166,7 @@ def compile_properties(value: Any, site: Site) -> Check | None:
                 if entry is None:
                     if type(name) is not str:
                         return Invalid("", "", f"object key {name!r} is not a string")
-                    return Invalid(key, extra_path, _not_allowed(name, names))
+                    return Invalid(key, extra_path, _not_allowed(name, allowed))
                 check, passes = entry
                 if type(item) in passes:
                     continue
@@ -171,8 +202,17 @@ def compile_properties(value: Any, site: Site) -> Check | None:
 _NOTHING: frozenset = frozenset()
 
 
-def _not_allowed(name: Any, names: frozenset) -> str:
-    return f'property "{name}" is not allowed (no additional properties; allowed: {_names(names)})'
+def _closes(schema: Mapping) -> bool:
+    """additionalProperties (or its alias) is present and not true: every member reaches a check."""
+    for key in ("additionalProperties", "additional_properties"):
+        if key in schema:
+            return schema[key] is not True
+    return False
+
+
+def _not_allowed(name: Any, allowed: str) -> str:
+    """``allowed``: _names() of the declared names, rendered once at compile time."""
+    return f'property "{name}" is not allowed (no additional properties; allowed: {allowed})'
 
 
 def _required_names(site: Site) -> tuple[str, ...]:
@@ -205,7 +245,7 @@ def compile_additional_properties(value: Any, site: Site) -> Check | None:
     declared = site.compiler.declared_properties(site)
     path, keyword = site.path, site.keyword
     if value is False:
-        names = declared.names
+        allowed = _names(declared.names)
 
         def check_no_additional(v: dict) -> Failure | None:
             for name in v:
@@ -213,7 +253,7 @@ def compile_additional_properties(value: Any, site: Site) -> Check | None:
                     return Invalid("", "", f"object key {name!r} is not a string")
                 try:
                     if not declared(name):
-                        return Invalid(keyword, path, _not_allowed(name, names))
+                        return Invalid(keyword, path, _not_allowed(name, allowed))
                 except PatternTimeout:
                     return name_timeout(name, path)
             return None

@@ -14,10 +14,11 @@ from __future__ import annotations
 from typing import Any
 
 from .failures import Failure, Invalid
-from .json_values import NotJson, check_json
+from .json_values import MAX_DEPTH, NotJson, check_json
 from .site import Check
 
 JSON_SCALARS = frozenset({str, int, bool, type(None)})
+JSON_TYPES = frozenset({str, int, bool, type(None), float, dict, list})
 
 
 def accept(value: Any) -> None:
@@ -48,12 +49,40 @@ check_domain.exact = JSON_SCALARS  # type: ignore[attr-defined]  # these pass wi
 check_domain.passes = JSON_SCALARS  # type: ignore[attr-defined]
 
 
+def check_member_domain(v: Any) -> Invalid | None:
+    """check_domain for a member of an object or array: one container level is already spent."""
+    try:
+        check_json(v, MAX_DEPTH - 1)
+    except NotJson as exc:
+        return domain_failure(exc)
+    return None
+
+
+def check_scalar_domain(v: Any) -> Invalid | None:
+    """The leading check of an untyped node whose containers are held to the domain elsewhere.
+
+    Dicts and lists pass it without a call (the node adds a walk only where no
+    subschema reaches every part); floats must be finite; any other type is no JSON value.
+    """
+    t = type(v)
+    if t is float:
+        if v - v != 0:
+            return Invalid("", "", f"{v!r} is not a JSON number (JSON has no NaN or Infinity)")
+        return None
+    if t in JSON_TYPES:
+        return None
+    return Invalid("", "", f"a Python {t.__name__} is not a JSON value")
+
+
+check_scalar_domain.exact = JSON_SCALARS | {dict, list}  # type: ignore[attr-defined]
+
+
 def trusted(v: Any) -> None:
     """The leading check of an in-place subschema: its parent holds the value to the JSON domain."""
     return None
 
 
-trusted.exact = trusted.passes = frozenset({str, int, bool, type(None), float, dict, list})  # type: ignore[attr-defined]
+trusted.exact = trusted.passes = JSON_TYPES  # type: ignore[attr-defined]
 
 
 def sequence(checks: list[Check]) -> Check:

@@ -373,4 +373,7 @@ def compile_pattern(source: str, *, extended: bool = False) -> Callable[[str], b
         except TimeoutError:
             raise PatternTimeout() from None
 
+    # For generated code (fastpath.py), which searches short strings without this call.
+    matches.search = search  # type: ignore[attr-defined]
+    matches.untimed = untimed  # type: ignore[attr-defined]
     return matches

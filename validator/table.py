@@ -5,6 +5,12 @@ the array bounds before items, because rows are also evaluation order and the
 cheap checks should answer first), then the extended dialect's rows. A keyword
 outside the rows of a dialect is unsupported in that dialect. Adding a keyword
 is one compile function, one row here, and its tests.
+
+One row stands for a family rather than a name: VENDOR, the extended dialect's
+vendor extensions, matches every keyword spelled "x-…" that has no row of its
+own (Compiler.row and Compiler.node apply it). x-mcp-header keeps its own row,
+so it stays a string in both dialects, and the contract dialect has no vendor
+row: there, any other "x-" keyword is unsupported, as the contract says.
 """
 
 from __future__ import annotations
@@ -118,3 +124,9 @@ KEYWORDS: dict[str, Keyword] = {
         Keyword("writeOnly", x.compile_boolean_annotation, None, _EXT),
     )
 }
+
+# extended dialect: vendor extensions, any "x-…" keyword without a row above; an
+# annotation with any JSON value, at any schema position, never asserted.
+VENDOR_PREFIX = "x-"
+VENDOR = Keyword("x-…", x.compile_vendor_annotation, None, _EXT)
+

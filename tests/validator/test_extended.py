@@ -318,7 +318,6 @@ def test_refs_that_are_not_local_or_do_not_resolve(ref, kind):
         ("unevaluatedProperties", False),
         ("unevaluatedItems", False),
         ("$vocabulary", {}),
-        ("x-unknown", 1),
         ("additionalItems", False),
     ],
 )
@@ -363,3 +362,74 @@ def test_extended_reads_a_typeless_root_as_an_object():
     assert caught.value.keyword == "type"
     assert schema_error({"type": "string"}).kind == UNSUPPORTED
     assert schema_error({"$schema": "x"}, dialect="contract").kind == UNSUPPORTED
+
+
+# --- vendor keywords ("x-…") ----------------------------------------------------------------
+
+
+VENDOR_VALUES = [True, False, None, 0, -1.5, "s", "", [], [1, {"a": None}], {}, {"nested": {"x": [True]}}]
+
+
+@pytest.mark.parametrize("value", VENDOR_VALUES)
+def test_vendor_keywords_are_annotations_with_any_json_value(value):
+    schema = {
+        "type": "object",
+        "x-fastmcp-wrap-result": value,
+        "properties": {
+            "v": {"type": "integer", "x-vendor": value, "x-": value},
+            "w": {"type": "array", "items": {"x-item": value, "type": "string"}},
+            "c": {"anyOf": [{"type": "null", "x-branch": value}, {"not": {"x-n": value, "type": "string"}}]},
+            "r": {"$ref": "#/$defs/d", "x-beside-ref": value},
+        },
+        "additionalProperties": {"x-extra": value, "type": "boolean"},
+        "$defs": {"d": {"type": "number", "x-def": value}},
+    }
+    compiled = compile_ext(schema)
+    compiled.validate({"v": 1, "w": ["a"], "c": None, "r": 1.5, "z": True})
+    compiled.validate({"c": 3})
+    for bad, path in (({"v": "1"}, "/v"), ({"w": [1]}, "/w/0"), ({"c": "s"}, "/c"), ({"r": "s"}, "/r"), ({"z": 1}, "/z")):
+        with pytest.raises(InputSchemaError) as caught:
+            compiled.validate(bad)
+        assert caught.value.instance_path == path
+        assert not caught.value.keyword.startswith("x-")
+
+
+def test_vendor_keywords_are_never_asserted():
+    # Names that look like assertions assert nothing; a vendor keyword alone is an empty schema.
+    ok_v({"x-maxLength": 1, "x-enum": ["a"], "x-type": "null"}, "a long string")
+    ok_v({"x-required": ["q"]}, {})
+    ok_v({"x-const": 1}, [1, {"k": None}])
+    assert bad_v({"x-note": "s"}, float("nan")).keyword == ""  # still only JSON values, like {}
+
+
+def test_vendor_keywords_beside_a_draft07_ref_are_neutral():
+    schema = {
+        "type": "object",
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "properties": {"v": {"$ref": "#/definitions/s", "x-vendor": 1}},
+        "definitions": {"s": {"type": "string"}},
+    }
+    compile_ext(schema).validate({"v": "a"})
+
+
+def test_vendor_keyword_values_must_be_json():
+    error = schema_error(prop({"x-bad": (1, 2)}))
+    assert (error.kind, error.keyword, error.schema_path) == (VALIDATION, "x-bad", "/properties/v/x-bad")
+
+
+@pytest.mark.parametrize("keyword", ["x-fastmcp-wrap-result", "x-unknown", "x-"])
+@pytest.mark.parametrize("where", ["root", "nested"])
+def test_vendor_keywords_stay_unsupported_in_the_contract(keyword, where):
+    schema = {"type": "object", keyword: True} if where == "root" else prop({"type": "string", keyword: True})
+    error = schema_error(schema, dialect=validator.CONTRACT)
+    assert (error.kind, error.keyword) == (UNSUPPORTED, keyword)
+    assert "extended dialect" in error.message
+    compile_ext(schema)
+
+
+@pytest.mark.parametrize("dialect", [validator.CONTRACT, EXT])
+def test_x_mcp_header_stays_a_string_annotation(dialect):
+    validator.compile(prop({"type": "string", "x-mcp-header": "Region"}), dialect=dialect).validate({"v": "eu"})
+    for value in (1, True, None, ["Region"], {}):
+        error = schema_error(prop({"type": "string", "x-mcp-header": value}), dialect=dialect)
+        assert (error.kind, error.keyword) == (VALIDATION, "x-mcp-header")

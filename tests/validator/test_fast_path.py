@@ -1,0 +1,174 @@
+"""The generated fast path (validator/fastpath.py) against the closures it stands in front of.
+
+For generated schemas of both dialects and instances aimed at them (some with a
+non-JSON value planted inside), the fast path must say yes exactly when the
+closures accept, and validate() must raise exactly the closures' error. The
+closures alone are a CompiledSchema built without the fast path.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import validator
+from validator import CompiledSchema, InputSchemaError
+from validator.fastpath import Unknown
+from validator.patterns import PatternTimeout
+
+from test_differential import (  # noqa: E402  (tests/validator is on sys.path under pytest)
+    NOT_JSON,
+    PROFILE,
+    _slots,
+    ext_root_schemas,
+    instances_for,
+    json_values,
+    root_schemas,
+)
+
+EXAMPLES = max(300, PROFILE.max_examples // 4)
+PATTERNS = ["^a", "b$", "é", "^$", "a|b", "^[a-z]*$"]
+# Subschema positions, so that patterns are planted only into schemas (never into enum or const values).
+_ONE = ("items", "additionalProperties", "additional_properties", "not", "contains", "propertyNames", "if", "then", "else")
+_MANY = ("oneOf", "anyOf", "allOf", "prefixItems")
+_NAMED = ("properties", "patternProperties", "dependentSchemas", "$defs")
+
+
+def _with_patterns(schema: Any, choose: Any) -> Any:
+    """A copy of ``schema`` with a pattern added to some of its schema objects (strings only are affected)."""
+    if not isinstance(schema, dict):
+        return schema
+    out = dict(schema)
+    if choose() == 0:
+        out["pattern"] = PATTERNS[choose() % len(PATTERNS)]
+    for key in _ONE:
+        if key in out:
+            out[key] = _with_patterns(out[key], choose)
+    for key in _MANY:
+        if type(out.get(key)) is list:
+            out[key] = [_with_patterns(s, choose) for s in out[key]]
+    for key in _NAMED:
+        if isinstance(out.get(key), dict):
+            out[key] = {n: _with_patterns(s, choose) for n, s in out[key].items()}
+    return out
+
+
+def _closure_verdict(closures: CompiledSchema, instance: Any) -> dict | None:
+    try:
+        closures.validate(instance)
+    except InputSchemaError as exc:
+        return exc.to_dict()
+    return None
+
+
+def _compare(schema: dict, dialect: str, data: st.DataObject, tally: dict) -> None:
+    compiled = validator.compile(schema, dialect=dialect)
+    closures = CompiledSchema(schema, dialect, compiled._check, walk_first=compiled._walk_first)
+    near = instances_for(schema)
+    for _ in range(4):
+        instance = copy.deepcopy(data.draw(st.one_of(near, near, json_values), label="instance"))
+        if data.draw(st.integers(0, 4), label="plant?") == 0:
+            slots = _slots(instance)
+            if slots:
+                path, key = data.draw(st.sampled_from(slots), label="slot")
+                target = instance
+                for token in path:
+                    target = target[token]
+                target[key] = data.draw(NOT_JSON, label="non-JSON")
+        expected = _closure_verdict(closures, instance)
+        try:
+            fast = compiled._fast(instance)
+        except (PatternTimeout, Unknown):
+            fast = None  # not a yes or no: validate() asks the closures
+        tally["yes" if expected is None else "no"] += 1
+        if fast is not None:
+            assert fast == (expected is None), (
+                f"fast path says {fast}, closures say {expected}\nschema={schema!r}\ninstance={instance!r}")
+        assert _closure_verdict(compiled, instance) == expected, f"schema={schema!r}\ninstance={instance!r}"
+
+
+@pytest.mark.parametrize("dialect", [validator.CONTRACT, validator.EXTENDED])
+def test_fast_path_agrees_with_closures(dialect: str, evidence) -> None:
+    tally = {"yes": 0, "no": 0}
+
+    @settings(PROFILE, max_examples=EXAMPLES)
+    @given(data=st.data())
+    def compare(data: st.DataObject) -> None:
+        if dialect == validator.EXTENDED and data.draw(st.booleans(), label="extended keywords?"):
+            schema = data.draw(ext_root_schemas(), label="schema")
+        else:
+            schema = data.draw(root_schemas(), label="schema")
+        seed = data.draw(st.lists(st.integers(0, 3), min_size=64, max_size=64), label="pattern choices")
+        choices = iter(seed * 8)
+        schema = _with_patterns(schema, lambda: next(choices, 1))
+        _compare(schema, dialect, data, tally)
+
+    try:
+        compare()
+    finally:
+        for name, n in tally.items():
+            evidence.count(f"fast path vs closures [{dialect}]", name, n)
+    assert tally["yes"] >= (tally["yes"] + tally["no"]) // 10, tally
+    assert tally["no"] >= (tally["yes"] + tally["no"]) // 10, tally
+
+
+def _nested(levels: int, leaf: dict) -> dict:
+    schema = leaf
+    for _ in range(levels):
+        schema = {"type": "object", "properties": {"a": schema, "b": {"type": "array", "items": {"type": "string"}}}}
+    return schema
+
+
+def _nested_value(levels: int, leaf: Any) -> Any:
+    value = leaf
+    for _ in range(levels):
+        value = {"a": value, "b": ["x"]}
+    return value
+
+
+@pytest.mark.parametrize("dialect", [validator.CONTRACT, validator.EXTENDED])
+def test_deep_schemas_split_into_functions(dialect: str) -> None:
+    """Deeper than the inlining limit, children become functions; verdicts stay the closures'."""
+    compiled = validator.compile(_nested(60, {"type": "integer", "minimum": 1}), dialect=dialect)
+    assert compiled._fast(_nested_value(59, {"a": 3, "b": ["x"]}))
+    for bad in (0, 1.5, "1", float("nan"), (1,)):
+        value = _nested_value(59, {"a": bad, "b": ["x"]})
+        assert not compiled._fast(value)
+        with pytest.raises(InputSchemaError) as caught:
+            compiled.validate(value)
+        assert caught.value.instance_path == "/a" * 60
+    value = _nested_value(59, {"a": 3, "b": ["x", 2]})
+    assert not compiled._fast(value)
+
+
+def test_schema_text_never_reaches_the_generated_source() -> None:
+    name = "x'] or __import__('os') or d['"
+    schema = {"type": "object", "properties": {name: {"type": "string", "pattern": "^'\\)$", "enum": ["\"'", "q"]}},
+              "required": [name], "additionalProperties": False}
+    compiled = validator.compile(schema)
+    source = compiled._fast.__globals__["__source__"]
+    assert "import" not in source and "'" not in source and '"' not in source
+    assert compiled._fast({name: "q"}) is False  # the pattern refuses it
+    with pytest.raises(InputSchemaError) as caught:
+        compiled.validate({name: "q"})
+    assert caught.value.keyword == "pattern"
+
+
+def test_recursive_and_fallback_keywords_agree() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"tree": {"$ref": "#/$defs/node"}, "n": {"type": "integer", "multipleOf": 3}},
+        "$defs": {"node": {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+                           "required": ["kids"]}},
+    }
+    compiled = validator.compile(schema, dialect=validator.EXTENDED)
+    assert compiled._fast({"tree": {"kids": [{"kids": []}]}, "n": 9})
+    assert not compiled._fast({"tree": {"kids": [{}]}})
+    assert not compiled._fast({"n": 4})
+    with pytest.raises(InputSchemaError) as caught:
+        compiled.validate({"tree": {"kids": [{"kids": [{}]}]}})
+    assert (caught.value.instance_path, caught.value.keyword) == ("/tree/kids/0/kids/0", "required")
