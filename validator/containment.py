@@ -646,13 +646,13 @@ class _Prover:
         o_pat = old.get("patternProperties") or {} if self.dialect == EXTENDED else {}
         n_pat = new.get("patternProperties") or {} if self.dialect == EXTENDED else {}
         if (o_pat or n_pat) and not self.same(o_pat, n_pat):
-            raise _Wider(nt + ("patternProperties",), "the patternProperties changed, so the change cannot be proven narrower")
+            raise _Wider(_at(new, nt, "patternProperties"), "the patternProperties changed, so the change cannot be proven narrower")
         matchers = []
         for source in o_pat:
             try:
                 matchers.append(compile_pattern(source, extended=True))
             except PatternError:
-                raise _Wider(nt + ("patternProperties",), "a patternProperties pattern could not be compiled") from None
+                raise _Wider(_at(new, nt, "patternProperties"), "a patternProperties pattern could not be compiled") from None
 
         def matched(name: str) -> bool:
             try:
