@@ -46,6 +46,7 @@ DENIED_BY_POLICY = "denied_by_policy"
 
 _TOP_KEYS = frozenset({"version", "allow", "deny", "hide", "overlay"})
 _OVERLAY_KEYS = frozenset({"tools", "schema"})
+_CACHE_LIMIT = 4096
 
 
 class PolicyError(Exception):
@@ -140,11 +141,15 @@ class Policy:
 
     # --- questions the gate asks ----------------------------------------------------------
 
+    def _remember(self, key: tuple, value: Any) -> Any:
+        # Names also come from clients' calls, so the memo is bounded: past the limit, answers are recomputed.
+        if len(self._cache) < _CACHE_LIMIT:
+            self._cache[key] = value
+        return value
+
     def decide(self, name: str) -> Decision:
         known = self._cache.get(("decide", name))
-        if known is None:
-            known = self._cache[("decide", name)] = self._decide(name)
-        return known
+        return known if known is not None else self._remember(("decide", name), self._decide(name))
 
     def _decide(self, name: str) -> Decision:
         for glob in self.deny:
@@ -169,7 +174,7 @@ class Policy:
         known = self._cache.get(("overlay", name), False)
         if known is False:
             rules = tuple(r for r in self.overlays if any(fnmatch.fnmatchcase(name, g) for g in r.globs))
-            known = self._cache[("overlay", name)] = Overlay(rules) if rules else None
+            known = self._remember(("overlay", name), Overlay(rules) if rules else None)
         return known
 
 

@@ -163,3 +163,11 @@ def test_docs_examples_load(tmp_path):
     policy = Policy.from_text(block, "docs")
     assert policy.overlay("read_file").check({"path": "/etc/passwd"}) is not None
     assert policy.overlay("read_file").check({"path": "/workspace/notes.md"}) is None
+
+
+def test_answers_for_many_names_stay_bounded():
+    policy = Policy.from_text('deny = ["x*"]')
+    for i in range(10_000):
+        assert policy.decide(f"x{i}").allowed is False
+    assert len(policy._cache) <= 4096
+    assert policy.decide("x9999").rule == 'deny "x*"'
