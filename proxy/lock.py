@@ -227,8 +227,8 @@ def _compare_tool(name: str, old: dict, new: dict, dialect: str) -> Change:
     found: list[tuple[str, str, str]] = []
     verdict = compare(old.get("inputSchema"), new.get("inputSchema"), dialect)
     if verdict.kind == "widened":
-        found.append((WIDENED, "/inputSchema" + verdict.pointer, f"the inputSchema accepts more than the pinned one: "
-                      f"{verdict.pointer or '(root)'}: {verdict.reason}"))
+        found.append((WIDENED, "/inputSchema" + verdict.pointer,
+                      f"the inputSchema accepts more than the pinned one: {verdict.reason}"))
     elif verdict.kind == "unsupported":
         found.append((NARROWED, "/inputSchema" + verdict.pointer, "the inputSchema changed to one the gate cannot "
                       f"enforce, so every call is refused: {verdict.reason}"))

@@ -163,3 +163,16 @@ def test_missing_lock_file(tmp_path):
 
 def test_digest_ignores_fields_outside_the_definition():
     assert digest({"name": "a", "_meta": {"x": 1}}) == digest({"name": "a"})
+
+
+def test_docs_lock_example_is_a_valid_lock_and_its_refusal_is_current():
+    """The worked example in docs/operator-control.md stays true."""
+    from proxy.lock import check_lock
+
+    text = (ROOT / "docs" / "operator-control.md").read_text()
+    lock = json.loads(text.split("```json\n", 1)[1].split("```", 1)[0])
+    check_lock(lock, "the docs example")
+    listed = copy.deepcopy([{k: v for k, v in t.items() if k != "digest"} for t in lock["tools"]])
+    listed[0]["inputSchema"]["required"] = []
+    message = refused(classify(lock, listed)[0])
+    assert message in text.replace("\n", " ") or message in text
