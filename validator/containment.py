@@ -456,6 +456,7 @@ class _Prover:
                 self.sub(old, old_tokens, case)
 
     def split(self, conj: list) -> list | None:
+        """One case per branch of NEW's first anyOf/oneOf (with the rest of its schema), or None."""
         for index, (schema, tokens) in enumerate(conj):
             if not isinstance(schema, Mapping):
                 continue
@@ -700,17 +701,13 @@ class _Prover:
 
     # --- composition ----------------------------------------------------------------------------
 
-    def alternatives(self, conj: list) -> list[list] | None:
-        """The cases of NEW's first anyOf/oneOf, or None when it has none."""
-        return self.split(conj)
-
     def any_of(self, old: Mapping, ot: tuple, conj: list, f: _Facts, where: tuple) -> None:
         branches = old["anyOf"]
         if any("anyOf" in s and self.same(branches, s["anyOf"]) for s, _ in f.schemas):
             return
         if self.into_some(branches, ot + ("anyOf",), conj):
             return
-        cases = self.alternatives(conj)
+        cases = self.split(conj)
         if cases is not None and all(self.into_some(branches, ot + ("anyOf",), case) for case in cases):
             return
         raise _Wider(where, "a value can now match none of the old anyOf alternatives, "
@@ -731,7 +728,7 @@ class _Prover:
             return
         if self.exactly_one(branches, ot + ("oneOf",), conj):
             return
-        cases = self.alternatives(conj)
+        cases = self.split(conj)
         if cases is not None and all(self.exactly_one(branches, ot + ("oneOf",), case) for case in cases):
             return
         raise _Wider(where, "the oneOf alternatives changed, and a value might now match none or several of the old ones")

@@ -370,17 +370,14 @@ def _instances(draw, old, new):
     # Values built from the schemas' own enum/const choices and bounds find the edges.
     literals = []
     for schema in (old, new):
-        text = json.dumps(schema)
         for node in _walk(schema):
-            for key in ("enum",):
-                if isinstance(node.get(key), list):
-                    literals.extend(node[key])
+            if isinstance(node.get("enum"), list):
+                literals.extend(node["enum"])
             if "const" in node:
                 literals.append(node["const"])
             for key in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
                 if isinstance(node.get(key), (int, float)):
                     literals.extend([node[key], node[key] + 1, node[key] - 1, node[key] + 0.5])
-        del text
     for literal in literals[:10]:
         for name in ("a", "b", "kind"):
             objects.append({name: literal})
