@@ -449,3 +449,24 @@ def test_a_schema_is_unchanged_against_itself(dialect, data):
         return
     assert compare(schema, copy.deepcopy(schema), dialect).kind == "unchanged"
     assert compare(schema, {**schema, "description": "x"}, dialect).contained
+
+
+def test_a_huge_case_split_gives_up_as_widened_quickly():
+    import time
+
+    branches = [{"type": "object", "properties": {"k": {"enum": [f"v{i}"]}}, "required": ["k"]} for i in range(40)]
+    old = {"type": "object", "properties": {"p": {"anyOf": [{"anyOf": [{"anyOf": branches}] * 5}] * 5}}}
+    new = {"type": "object", "properties": {"p": {"anyOf": [{"anyOf": [{"anyOf": branches[:-1]}] * 5}] * 5}}}
+    started = time.monotonic()
+    verdict = compare(old, new, "extended")
+    assert verdict.kind == "widened" and "too large to compare" in verdict.reason
+    assert time.monotonic() - started < 5
+
+
+def test_a_discriminated_union_with_many_branches_is_proven():
+    branches = [{"type": "object", "properties": {"k": {"const": f"v{i}"}, "x": {"type": "string", "minLength": i}},
+                 "required": ["k"]} for i in range(40)]
+    old = {"type": "object", "properties": {"p": {"oneOf": branches}}}
+    assert compare(old, {"type": "object", "properties": {"p": {"anyOf": branches[::-1]}}}, "extended").kind == "narrowed"
+    assert compare(old, {"type": "object", "properties": {"p": {"anyOf": branches[:-1] + [{"type": "object"}]}}},
+                   "extended").kind == "widened"
