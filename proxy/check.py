@@ -83,6 +83,12 @@ def render_text(doc: dict[str, Any]) -> str:
             lines.append(f"  {row['name']:<{width}}  UNSUPPORTED  {where}  [{err['kind']}]  {err['message']}")
     s = doc["summary"]
     lines.append(f"{plural(s['total'], 'tool')}: {s['supported']} supported, {s['unsupported']} unsupported")
+    for row in doc.get("lock", []):
+        if row["kind"] != "unchanged":
+            where = f" at {row['pointer']}" if row["pointer"] else ""
+            verdict = "REFUSED" if row["refused"] else "allowed"
+            lines.append(f"  lock: {row['name']}: {', '.join(row['classes'])}  {verdict}  ({row['kind']}{where}: "
+                         f"{row['message']})")
     if doc.get("supportedWithExtendedDialect"):
         lines.append(f"{doc['supportedWithExtendedDialect']} of the unsupported would be supported with "
                      "--dialect extended")
@@ -104,37 +110,70 @@ def plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
-def run_check(catalog_file: str | None, spec: Any, dialect: str, as_json: bool) -> int:
-    """Exit status: 0 all supported, 1 some unsupported, 2 unreadable input, 69 the server could not be listed."""
+def load_tools(catalog_file: str | None, spec: Any, command_name: str) -> tuple[list[Any], dict[str, Any], str] | int:
+    """(tools, about, source), or the exit status after saying on stderr why they could not be had."""
     try:
         if catalog_file:
             with open(catalog_file, encoding="utf-8") as fh:
                 tools, about = tools_from_document(json.load(fh))
-            source = catalog_file
-        else:
-            tools, about = anyio.run(list_tools, spec), {}
-            source = spec.url or " ".join(spec.command)
+            return tools, about, catalog_file
+        return anyio.run(list_tools, spec), {}, spec.url or " ".join(spec.command)
     except OSError as exc:
-        print(f"mcp-schema-gate check: cannot read {catalog_file}: {exc.strerror}; check the path", file=sys.stderr)
+        print(f"mcp-schema-gate {command_name}: cannot read {catalog_file}: {exc.strerror}; check the path",
+              file=sys.stderr)
         return 2
     except (ValueError, CheckInputError) as exc:
-        print(f"mcp-schema-gate check: {catalog_file} is not a tool list: {exc}", file=sys.stderr)
+        print(f"mcp-schema-gate {command_name}: {catalog_file} is not a tool list: {exc}", file=sys.stderr)
         return 2
     except Exception as exc:  # the server failed to start, to answer, or to list
-        print(f"mcp-schema-gate check: could not list the tools of {spec.describe()}: {leaf(exc)}; "
+        print(f"mcp-schema-gate {command_name}: could not list the tools of {spec.describe()}: {leaf(exc)}; "
               "check that the command runs on its own (or the URL answers) and speaks MCP", file=sys.stderr)
         return 69
+
+
+def run_check(catalog_file: str | None, spec: Any, dialect: str, as_json: bool, operator: Any = None) -> int:
+    """Exit status: 0 all supported (and no refused change), 1 otherwise, 2 unreadable input, 69 not listed."""
+    loaded = load_tools(catalog_file, spec, "check")
+    if isinstance(loaded, int):
+        return loaded
+    tools, about, source = loaded
     catalog = Catalog(dialect)
     entries = [e for e in map(catalog.preflight, tools) if e is not None]
     doc = report(entries, source, about, catalog.dialect)
     helped = extended_would_help(tools, entries, dialect)
     if helped:
         doc["supportedWithExtendedDialect"] = helped
+    refused_changes = 0
+    if operator is not None and operator.lock is not None:
+        from proxy.core.lock import classify, refusal
+
+        changes = classify(operator.lock, [t for t in tools if isinstance(t, dict)], dialect)
+        doc["lock"] = [{**c.to_dict(), "refused": refusal(c, operator.refuse) is not None} for c in changes]
+        refused_changes = sum(1 for row in doc["lock"] if row["refused"])
     try:
         print(json.dumps(doc, indent=2) if as_json else render_text(doc), flush=True)
     except BrokenPipeError:  # `check … | head`: the reader left; that is not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    return 1 if doc["summary"]["unsupported"] else 0
+    return 1 if doc["summary"]["unsupported"] or refused_changes else 0
+
+
+def run_lock(catalog_file: str | None, spec: Any, dialect: str) -> int:
+    """Print a lock file of the tools' definitions on stdout (exit 0), or say why not (2, 69)."""
+    from proxy.core.lock import LockError, build_lock, dumps_lock
+
+    loaded = load_tools(catalog_file, spec, "lock")
+    if isinstance(loaded, int):
+        return loaded
+    tools, _, source = loaded
+    try:
+        text = dumps_lock(build_lock([t for t in tools if isinstance(t, dict)], dialect))
+    except LockError as exc:
+        print(f"mcp-schema-gate lock: cannot pin the tools of {source}: {exc}", file=sys.stderr)
+        return 2
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    print(f"mcp-schema-gate lock: pinned {plural(len(tools), 'tool')} of {source} (dialect {dialect})",
+          file=sys.stderr)
+    return 0
 
 
 def leaf(exc: BaseException) -> str:

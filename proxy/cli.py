@@ -40,7 +40,8 @@ messages.
 usage:
   mcp-schema-gate [OPTIONS] -- COMMAND [ARGS...]      wrap a stdio server, serve the client on stdio
   mcp-schema-gate [OPTIONS] --upstream URL            front an SSE or Streamable HTTP server
-  mcp-schema-gate check [--json] [--dialect D] (--catalog FILE | --upstream URL | -- COMMAND [ARGS...])
+  mcp-schema-gate check [--json] [--dialect D] [--lock FILE] (--catalog FILE | --upstream URL | -- COMMAND [ARGS...])
+  mcp-schema-gate lock [--dialect D] (--catalog FILE | --upstream URL | -- COMMAND [ARGS...]) > tools.lock.json
   python -m proxy ...                                 (same as mcp-schema-gate)
 """
 
@@ -50,6 +51,9 @@ holding a saved tools/list result, a JSON-RPC response with result.tools, or
 a captured catalog fixture), preflight every inputSchema and print one line
 per tool. Exit status 0 if every tool is supported, 1 if any is not, 2 on a
 usage or input error, 69 if the server could not be started or reached.
+
+lock: print a lock file pinning every tool's definition (name, description,
+inputSchema, outputSchema, annotations, a digest each) for --lock.
 
 exit status when serving: 0 the client left; 1 the upstream went away;
 2 a usage error; 69 the upstream URL could not be reached; 127 COMMAND could
@@ -79,7 +83,8 @@ example:
 """
 
 USAGE_ERROR = 2
-SUBCOMMANDS = ("serve", "check")
+SUBCOMMANDS = ("serve", "check", "lock")
+CHANGE_CLASSES = "widened,added,description_changed,annotations_changed"
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -160,7 +165,22 @@ def parser_for(subcommand: str, *, exit_on_error: bool = True) -> argparse.Argum
     else:
         parser.add_argument("--catalog", metavar="FILE",
                             help="read a saved tools/list result instead of running COMMAND")
+    if subcommand == "check":
         parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    if subcommand != "lock":
+        group = parser.add_argument_group("operator control (docs/operator-control.md)")
+        group.add_argument("--lock", metavar="FILE",
+                           help="compare every tool with its definition pinned in FILE (made by "
+                           "`mcp-schema-gate lock`); a tool whose change is refused is answered like an "
+                           "unsupported one (kind changed_definition)")
+        group.add_argument("--refuse-changes", metavar="CLASSES", default=CHANGE_CLASSES,
+                           help="with --lock: the change classes refused, comma-separated, from widened, added, "
+                           "description_changed, annotations_changed, output_changed, narrowed, removed "
+                           f"(default {CHANGE_CLASSES})")
+        if serve:
+            group.add_argument("--policy", metavar="FILE",
+                               help="a TOML policy: allow/deny globs on tool names, hide denied tools from "
+                               "tools/list, schema overlays every call must also satisfy")
     return parser
 
 
@@ -205,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if subcommand == "check":
             return _check(args, command)
+        if subcommand == "lock":
+            return _lock(args, command)
         return _serve(args, command)
     except UsageError as exc:
         print(f"mcp-schema-gate{'' if subcommand == 'serve' else ' ' + subcommand}: {exc}", file=sys.stderr)
@@ -242,13 +264,41 @@ def _headers(values: list[str]) -> dict[str, str]:
     return headers
 
 
+def _source(args: Any, command: list[str]) -> Any:
+    if bool(args.catalog) + bool(command) + bool(args.upstream) != 1:
+        raise UsageError("give exactly one of --catalog FILE, --upstream URL or -- COMMAND ...")
+    return None if args.catalog else _upstream_spec(args, command)
+
+
+def _operator(args: Any) -> Any:
+    """The lock and the policy the options name, loaded (or a UsageError saying what is wrong with them)."""
+    from proxy.core.lock import LockError, RefusePolicy, load_lock
+    from proxy.core.operator import OperatorControl
+    from proxy.core.policy import Policy, PolicyError
+
+    lock_file, policy_file = args.lock, getattr(args, "policy", None)
+    if not lock_file and not policy_file:
+        return None
+    try:
+        lock = load_lock(lock_file) if lock_file else None
+        refuse = RefusePolicy(frozenset(c.strip() for c in args.refuse_changes.split(",") if c.strip()))
+        policy = Policy.load(policy_file, args.dialect) if policy_file else None
+    except (LockError, PolicyError, ValueError, OSError) as exc:
+        raise UsageError(str(exc)) from None
+    return OperatorControl(lock, refuse, policy, args.dialect)
+
+
 def _check(args: Any, command: list[str]) -> int:
     from proxy.check import run_check
 
-    if bool(args.catalog) + bool(command) + bool(args.upstream) != 1:
-        raise UsageError("give exactly one of --catalog FILE, --upstream URL or -- COMMAND ...")
-    spec = None if args.catalog else _upstream_spec(args, command)
-    return run_check(args.catalog, spec, args.dialect, as_json=args.json)
+    spec = _source(args, command)
+    return run_check(args.catalog, spec, args.dialect, as_json=args.json, operator=_operator(args))
+
+
+def _lock(args: Any, command: list[str]) -> int:
+    from proxy.check import run_lock
+
+    return run_lock(args.catalog, _source(args, command), args.dialect)
 
 
 def _serve(args: Any, command: list[str]) -> int:
@@ -274,7 +324,8 @@ def _serve(args: Any, command: list[str]) -> int:
         raise UsageError(f"--audit-log {args.audit_log}: cannot open it for appending ({exc.strerror}); "
                          "choose a writable path") from None
     summary = open(os.devnull, "w") if args.quiet else sys.stderr  # noqa: SIM115 - lives as long as the gate
-    settings = GateSettings(args.dialect, args.reject_as, audit, summary, drain_timeout=max(0.0, args.drain_timeout))
+    settings = GateSettings(args.dialect, args.reject_as, audit, summary, drain_timeout=max(0.0, args.drain_timeout),
+                            operator=_operator(args))
     serve = load(LISTENERS["stdio" if listen is None else listen.kind])
     try:
         return anyio.run(run_until_signal, lambda stop: serve(listen, spec, settings, stop))

@@ -26,6 +26,7 @@ from proxy.core.audit import AuditLog
 from proxy.core.catalog import Catalog
 from proxy.core.gate import Gate, RejectAs
 from proxy.core.hooks import GuardHooks
+from proxy.core.operator import OperatorControl
 from proxy.core.relay import DRAIN_TIMEOUT, Relay
 from proxy.core.streams import StreamPair
 
@@ -78,10 +79,12 @@ class GateSettings:
     audit: AuditLog | None = None
     summary: TextIO = field(default_factory=lambda: sys.stderr)
     drain_timeout: float = DRAIN_TIMEOUT
+    operator: OperatorControl | None = None  # the lock and the policy, shared by every session
     sessions_started: int = 0
 
     def hooks(self) -> GuardHooks:
-        return GuardHooks(Catalog(self.dialect), Gate(self.reject_as), self.audit, summary=self.summary)
+        return GuardHooks(Catalog(self.dialect, self.operator), Gate(self.reject_as), self.audit,
+                          summary=self.summary)
 
 
 def open_upstream(spec: UpstreamSpec, catalog: Catalog) -> AbstractAsyncContextManager[StreamPair]:

@@ -8,6 +8,10 @@ from typing import Any
 
 from proxy.core.gate import Rejection
 
+# Kinds whose messages never quote an argument value.
+VALUE_FREE = frozenset({"unsupported_capability", "unknown_tool", "invalid_params", "changed_definition",
+                        "denied_by_policy", "notification_request"})
+
 
 class AuditLog:
     """One JSON line per rejection; argument values only when asked for."""
@@ -23,15 +27,18 @@ class AuditLog:
             "tool": rejection.tool,
             "kind": rejection.kind,
         }
-        if rejection.error is not None:
+        if rejection.data is not None:
             entry.update(
-                instancePath=rejection.error.instance_path,
-                schemaPath=rejection.error.schema_path,
-                keyword=rejection.error.keyword,
+                instancePath=rejection.data["instancePath"],
+                schemaPath=rejection.data["schemaPath"],
+                keyword=rejection.data["keyword"],
+                source=rejection.data.get("source"),
             )
+            if rejection.error is None:  # the lock's change class or the policy's rule that refused
+                entry["rule"] = rejection.data["keyword"]
         # Validation messages quote the offending values, so they are argument
         # data too; without --audit-arguments only value-free messages are kept.
-        if self._include_arguments or rejection.kind in ("unsupported_capability", "unknown_tool", "invalid_params"):
+        if self._include_arguments or rejection.kind in VALUE_FREE:
             entry["message"] = rejection.message
         if self._include_arguments:
             entry["arguments"] = rejection.arguments

@@ -19,6 +19,8 @@ import anyio
 import validator
 from validator import CompiledSchema, InputSchemaError
 
+from proxy.core.operator import OperatorControl
+from proxy.core.policy import Overlay
 from proxy.core.shadowing import Check, compile_shadow_check
 
 logger = logging.getLogger("mcp-schema-gate")
@@ -49,6 +51,10 @@ class ToolEntry:
     # (a refusal must not carry structuredContent the schema would reject).
     output_schema: Any = None
     shadow: Check | None = None  # argument members a lenient server would misread (shadowing.py)
+    # Operator control (operator.py): why every call is refused (the lock or the
+    # policy objects to the tool), and the policy's schemas every call must also satisfy.
+    denial: dict[str, str] | None = None
+    overlay: Overlay | None = None
 
     def same_definition(self, other: ToolEntry) -> bool:
         return self.input_schema == other.input_schema and self.output_schema == other.output_schema
@@ -57,10 +63,11 @@ class ToolEntry:
 class Catalog:
     """Tools by name, each with its CompiledSchema or its preflight error."""
 
-    def __init__(self, dialect: str = validator.CONTRACT) -> None:
+    def __init__(self, dialect: str = validator.CONTRACT, operator: OperatorControl | None = None) -> None:
         if dialect not in validator.DIALECTS:
             raise ValueError(f"unknown dialect {dialect!r}; expected one of {', '.join(validator.DIALECTS)}")
         self.dialect = dialect
+        self.operator = operator
         self._tools: Mapping[str, ToolEntry] = MappingProxyType({})
         # Same schema text, same compiled object: relisting costs no recompiles.
         self._cache: dict[str, tuple[CompiledSchema | None, InputSchemaError | None, Check | None]] = {}
@@ -117,9 +124,13 @@ class Catalog:
             entries[entry.name] = entry
         return entries
 
+    def _controlled(self, tools: list[Any]) -> dict[str, ToolEntry]:
+        entries = self._entries(tools)
+        return self.operator.apply(entries, tools) if self.operator is not None else entries
+
     def replace(self, tools: Iterable[Any]) -> Mapping[str, ToolEntry]:
         """Swap in a complete new revision built from a full listing."""
-        self._tools = MappingProxyType(self._entries(tools))
+        self._tools = MappingProxyType(self._controlled(list(tools)))
         self.revision += 1
         self.failure = None
         self.built.set()
@@ -133,9 +144,10 @@ class Catalog:
         validated against the schema it saw.
         """
         changed = {}
-        for entry in self._entries(tools).values():
+        for entry in self._controlled(list(tools)).values():
             current = self._tools.get(entry.name)
-            if current is None or not current.same_definition(entry) or _message(current) != _message(entry):
+            if current is None or not current.same_definition(entry) or _message(current) != _message(entry) or (
+                    current.denial != entry.denial):
                 changed[entry.name] = entry
         if changed:
             self._tools = MappingProxyType({**self._tools, **changed})
@@ -154,6 +166,15 @@ class Catalog:
         for entry in sorted(bad, key=lambda e: e.name):
             assert entry.error is not None
             lines.append(f"mcp-schema-gate:   {entry.name}: {entry.error.kind}: {where(entry.error)}")
+        denied = sorted((e for e in self._tools.values() if e.denial is not None and e.error is None),
+                        key=lambda e: e.name)
+        if denied:
+            lines.append(f"mcp-schema-gate: {len(denied)} refused by operator control:")
+            for entry in denied:
+                assert entry.denial is not None
+                lines.append(f"mcp-schema-gate:   {entry.name}: {entry.denial['kind']} ({entry.denial['keyword']})")
+        if self.operator is not None and self.operator.lock is not None:
+            lines.extend(self.operator.summary())
         if bad and self.dialect == validator.CONTRACT:
             helped = sum(1 for e in bad if _compiles(e.input_schema, validator.EXTENDED))
             if helped:

@@ -21,17 +21,30 @@ REFUSAL_META_KEY = "io.github.mcp-schema-gate/refusal"
 RejectAs = Literal["tool-error", "protocol-error"]
 
 
+# Which side refused a call, in the refusal object's `source`: the server's
+# inputSchema, the operator's policy (a deny rule or an overlay schema), or
+# the lock (a definition that changed since it was pinned).
+INPUT_SCHEMA, POLICY, LOCK = "inputSchema", "policy", "lock"
+
+
 @dataclass(frozen=True)
 class Rejection:
     tool: str | None
-    kind: str  # a validator kind, or "invalid_params" / "unknown_tool" (always JSON-RPC errors)
+    kind: str  # a validator kind, changed_definition / denied_by_policy, or invalid_params / unknown_tool
     message: str
     error: InputSchemaError | None = None
     arguments: Any = None
+    # The machine-readable refusal {kind, instancePath, schemaPath, keyword, message, source};
+    # None: a protocol error (unknown tool, malformed params), always JSON-RPC -32602.
+    data: dict[str, str] | None = None
 
     @property
     def protocol_only(self) -> bool:
-        return self.error is None
+        return self.data is None
+
+
+def _refused(name: str, error: InputSchemaError, arguments: Any, source: str = INPUT_SCHEMA) -> Rejection:
+    return Rejection(name, error.kind, error.message, error, arguments, {**error.to_dict(), "source": source})
 
 
 class Gate:
@@ -53,14 +66,22 @@ class Gate:
             return Rejection(name, "unknown_tool", f"Unknown tool: {name!r} is not in the server's tool list")
         if entry.compiled is None:
             assert entry.error is not None
-            return Rejection(name, entry.error.kind, entry.error.message, entry.error, arguments)
+            return _refused(name, entry.error, arguments)
+        if entry.denial is not None:
+            return Rejection(name, entry.denial["kind"], entry.denial["message"], None, arguments, entry.denial)
         try:
             entry.compiled.validate(arguments)
         except Exception as exc:  # InputSchemaError, or a validator bug: never let it through
-            problem = as_schema_error(exc)
-            return Rejection(name, problem.kind, problem.message, problem, arguments)
+            return _refused(name, as_schema_error(exc), arguments)
         if entry.shadow is not None and (problem := entry.shadow(arguments)) is not None:
-            return Rejection(name, problem.kind, problem.message, problem, arguments)
+            return _refused(name, problem, arguments)
+        if entry.overlay is not None:
+            try:
+                problem = entry.overlay.check(arguments)
+            except Exception as exc:  # fail closed, as for the server's schema
+                problem = as_schema_error(exc)
+            if problem is not None:
+                return _refused(name, problem, arguments, POLICY)
         return None
 
     def reply(self, rejection: Rejection, modern: bool, output_schema: Any = None) -> tuple[str, Any]:
@@ -74,9 +95,8 @@ class Gate:
         """
         if rejection.protocol_only:
             return "error", (INVALID_PARAMS, rejection.message, None)
-        assert rejection.error is not None
         text = describe(rejection)
-        data = rejection.error.to_dict()
+        data = rejection.data
         if self.reject_as == "protocol-error":
             return "error", (INVALID_PARAMS, text, data)
         # SEP-1303: bad arguments are a tool execution error the model can read and fix.
@@ -92,7 +112,14 @@ class Gate:
 
 def describe(rejection: Rejection) -> str:
     problem = rejection.error
-    assert problem is not None
+    if problem is None:  # the lock or the policy refused the tool: its message is the whole story
+        return rejection.message
+    if rejection.data is not None and rejection.data.get("source") == POLICY:
+        return (
+            f"Tool {rejection.tool!r} was not called: the operator's policy for it requires more of the arguments "
+            f"than the tool's own schema: {problem.message} (keyword {problem.keyword!r} at the policy schema's "
+            f"{problem.schema_path or '/'}). Fix the arguments within the policy, or ask the user."
+        )
     if problem.kind == "unsupported_capability":
         return (
             f"Tool {rejection.tool!r} was not called: its inputSchema uses {where(problem)}, which "

@@ -176,6 +176,10 @@ class GuardHooks:
                 tools = inner.result.get("tools")
                 if isinstance(tools, list):
                     self.catalog.merge(tools)
+                    operator = self.catalog.operator
+                    if operator is not None and operator.policy is not None and operator.policy.hide:
+                        inner.result["tools"] = [t for t in tools if not (
+                            isinstance(t, dict) and isinstance(t.get("name"), str) and operator.hidden(t["name"]))]
                 # Re-serialized from the parsed value, so the client is shown
                 # exactly the schemas the catalog compiled (a raw line with
                 # duplicate keys could read differently in another parser).

@@ -1,4 +1,4 @@
-"""proxy.lock: the lock document, change classes, the refuse policy and lock-file errors."""
+"""proxy.core.lock: the lock document, change classes, the refuse policy and lock-file errors."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from proxy.check import tools_from_document
-from proxy.lock import (
+from proxy.core.lock import (
     CHANGED_DEFINITION,
     LockError,
     RefusePolicy,
@@ -167,7 +167,7 @@ def test_digest_ignores_fields_outside_the_definition():
 
 def test_docs_lock_example_is_a_valid_lock_and_its_refusal_is_current():
     """The worked example in docs/operator-control.md stays true."""
-    from proxy.lock import check_lock
+    from proxy.core.lock import check_lock
 
     text = (ROOT / "docs" / "operator-control.md").read_text()
     lock = json.loads(text.split("```json\n", 1)[1].split("```", 1)[0])

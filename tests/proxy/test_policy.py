@@ -1,4 +1,4 @@
-"""proxy.policy: the TOML policy file, decisions, hiding, overlays and errors that name the line."""
+"""proxy.core.policy: the TOML policy file, decisions, hiding, overlays and errors that name the line."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from proxy.check import tools_from_document
-from proxy.policy import DENIED_BY_POLICY, Policy, PolicyError
+from proxy.core.policy import DENIED_BY_POLICY, Policy, PolicyError
 
 ROOT = Path(__file__).resolve().parents[2]
 
