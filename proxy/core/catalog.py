@@ -19,6 +19,7 @@ import anyio
 import validator
 from validator import CompiledSchema, InputSchemaError
 
+from proxy.core.outputs import compile_output
 from proxy.core.shadowing import Check, compile_shadow_check
 
 logger = logging.getLogger("mcp-schema-gate")
@@ -49,6 +50,10 @@ class ToolEntry:
     # (a refusal must not carry structuredContent the schema would reject).
     output_schema: Any = None
     shadow: Check | None = None  # argument members a lenient server would misread (shadowing.py)
+    # The outputSchema compiled in the same dialect (proxy/core/outputs.py checks results with it), or
+    # why it could not be; both None when the tool declares no outputSchema.
+    output_compiled: CompiledSchema | None = None
+    output_error: InputSchemaError | None = None
 
     def same_definition(self, other: ToolEntry) -> bool:
         return self.input_schema == other.input_schema and self.output_schema == other.output_schema
@@ -64,6 +69,7 @@ class Catalog:
         self._tools: Mapping[str, ToolEntry] = MappingProxyType({})
         # Same schema text, same compiled object: relisting costs no recompiles.
         self._cache: dict[str, tuple[CompiledSchema | None, InputSchemaError | None, Check | None]] = {}
+        self._output_cache: dict[str, tuple[CompiledSchema | None, InputSchemaError | None]] = {}
         self.revision = 0
         self.built = anyio.Event()  # set once the first full listing has been swapped in
         self.failure: str | None = None  # why the last full listing failed, if it did
@@ -91,7 +97,9 @@ class Catalog:
                 cached = (None, as_schema_error(exc), None)
             if key is not None:
                 self._cache[key] = cached
-        return ToolEntry(tool["name"], schema, cached[0], cached[1], tool.get("outputSchema"), cached[2])
+        output = tool.get("outputSchema")
+        compiled_output, output_error = compile_output(output, self.dialect, self._output_cache)
+        return ToolEntry(tool["name"], schema, cached[0], cached[1], output, cached[2], compiled_output, output_error)
 
     def _entries(self, tools: Iterable[Any]) -> dict[str, ToolEntry]:
         """Entries by name. A name listed twice with different definitions is unsupported, both times.

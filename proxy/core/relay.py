@@ -74,6 +74,10 @@ class InFlight:
     # The gate is still deciding it (catalog not built, refresh pending):
     # cancelling this scope withdraws it before it was ever forwarded.
     deciding: anyio.CancelScope | None = None
+    # A tools/call the gate forwarded: what the hooks need back at its result (outputs.Result), when
+    # --check-output or metrics want it; and when it was seen (perf_counter), with metrics on.
+    forwarded: Any = None
+    seen: float = 0.0
 
 
 class _Slot:
