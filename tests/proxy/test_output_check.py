@@ -100,3 +100,38 @@ async def test_unsupported_output_schema_is_summarised_and_passed_even_under_str
     assert "1 outputSchema cannot be checked" in stderr
     assert "opaque (outputSchema): unsupported_capability: unevaluatedProperties" in stderr
     assert stderr.count("the outputSchema of tool 'opaque' cannot be checked") == 1
+
+
+def test_check_reports_output_schema_support(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from tests.proxy.conftest import ROOT
+
+    plain = {"type": "object"}
+    tools = [
+        {"name": "plain", "inputSchema": plain},
+        {"name": "shaped", "inputSchema": plain, "outputSchema": {"type": "object", "required": ["total"]}},
+        {"name": "opaque", "inputSchema": plain, "outputSchema": {"type": "object", "unevaluatedProperties": False}},
+    ]
+    path = tmp_path / "catalog.json"
+    path.write_text(json.dumps({"tools": tools}))
+
+    def check(*extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "proxy", "check", *extra, "--catalog", str(path)],
+                              capture_output=True, text=True, cwd=ROOT, timeout=60)
+
+    done = check()
+    assert done.returncode == 0, done.stderr  # an unsupported outputSchema does not make the tool unsupported
+    line = {row.split()[0]: row for row in done.stdout.splitlines() if row.startswith("  ")}
+    assert "output none" in line["plain"]
+    assert "output supported" in line["shaped"]
+    assert "output UNSUPPORTED (unevaluatedProperties at /unevaluatedProperties)" in line["opaque"]
+    assert "outputSchemas (--check-output): 1 checkable, 1 not checkable, 1 tools without one" in done.stdout
+
+    report = json.loads(check("--json").stdout)
+    rows = {row["name"]: row for row in report["tools"]}
+    assert [rows[n]["outputSchema"] for n in ("plain", "shaped", "opaque")] == ["none", "supported", "unsupported"]
+    assert rows["opaque"]["outputError"]["keyword"] == "unevaluatedProperties"
+    assert "outputError" not in rows["shaped"]
+    assert report["outputSchemas"] == {"none": 1, "supported": 1, "unsupported": 1}
