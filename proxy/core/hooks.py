@@ -174,8 +174,8 @@ class GuardHooks:
         flight = relay.request(request.id)
         name = request.params.get("name")  # the gate checked params is a dict with a string name
         entry = self.catalog.get(name)
-        if flight is None or entry is None:
-            return
+        if flight is None or entry is None or (entry.output_schema is None and not self.metrics.enabled):
+            return  # nothing to check at its result, nothing to measure
         label = self.metrics.tool_label(name, self.catalog.tools)
         flight.forwarded = Result(entry, label, flight.seen)
         self.metrics.forwarded(label)
