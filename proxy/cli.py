@@ -102,7 +102,8 @@ def _serve_options(parser: argparse.ArgumentParser) -> None:
         "when the tool declares no outputSchema) (tool-error, the default, per MCP SEP-1303), or a JSON-RPC "
         "-32602 error carrying the same object in error.data (protocol-error). Unknown tools and malformed "
         "params are always -32602")
-    parser.add_argument("--audit-log", metavar="FILE", help="append one JSON line per refused call to FILE")
+    parser.add_argument("--audit-log", metavar="FILE", help="append one JSON line per refused call to FILE (and per result that violates its "
+                        "outputSchema, kind output_mismatch; see --check-output)")
     parser.add_argument("--audit-arguments", action="store_true",
                         help="include the refused arguments in the audit log (off by default: they may hold secrets)")
     parser.add_argument("--check-output", choices=("off", "warn", "strict"), default="warn",

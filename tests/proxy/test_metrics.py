@@ -145,3 +145,61 @@ async def test_http_listener_serves_metrics_behind_the_token(record: Path) -> No
     assert value(scraped, "mcp_schema_gate_calls_forwarded_total", tool="echo") == 1
     assert value(scraped, "mcp_schema_gate_calls_refused_total", tool="echo", kind="validation") == 1
     assert value(scraped, "mcp_schema_gate_sessions_open") == 1
+
+
+DYING_UPSTREAM = r'''
+import json, sys
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" not in message or "method" not in message:
+        continue
+    if message["method"] == "tools/call":
+        sys.exit(0)  # dies with the call in flight
+    result = {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]} if message["method"] == "tools/list" \
+        else {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "d", "version": "0"}}
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}) + "\n")
+    sys.stdout.flush()
+'''
+
+
+async def test_upstream_deaths_and_unreachable_upstreams_are_counted(record: Path, tmp_path: Path) -> None:
+    import json
+    import sys
+
+    from tests.proxy.conftest import environment
+    from tests.proxy_http.conftest import LISTENING, answer_messages, raw_client, spawn
+
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
+    dying = tmp_path / "dying.py"
+    dying.write_text(DYING_UPSTREAM)
+    for upstream, kind in (([sys.executable, str(dying)], "gone"), (["/no/such/mcp-server"], "unreachable")):
+        command = [sys.executable, "-m", "proxy", "--listen", "http://127.0.0.1:0", "--", *upstream]
+        async with spawn(command, environment(record)) as proc, raw_client() as http:
+            url = (await proc.wait_for(LISTENING, "stderr")).group(1).decode()
+            reply = await http.post(url, content=json.dumps(init))
+            headers = {"mcp-session-id": reply.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+            await http.post(url, content=json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+                            headers=headers)
+            call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo", "arguments": {}}}
+            (answer,) = answer_messages(await http.post(url, content=json.dumps(call), headers=headers))
+            assert "error" in answer, answer
+            metrics_url = url.replace("/mcp", "/metrics")
+
+            async def scraped() -> dict:
+                return samples((await http.get(metrics_url)).text)
+
+            last: dict = {}
+
+            async def counted() -> bool:
+                nonlocal last
+                last = await scraped()
+                return value(last, "mcp_schema_gate_upstream_errors_total", kind=kind) == 1
+
+            with anyio.fail_after(20):
+                while not await counted():
+                    await anyio.sleep(0.05)
+            assert value(last, "mcp_schema_gate_requests_in_flight") == 0
+            if kind == "gone":
+                assert value(last, "mcp_schema_gate_calls_forwarded_total", tool="echo") == 1
+                assert value(last, "mcp_schema_gate_sessions_open") == 0
