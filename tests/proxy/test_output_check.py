@@ -135,3 +135,36 @@ def test_check_reports_output_schema_support(tmp_path: Path) -> None:
     assert rows["opaque"]["outputError"]["keyword"] == "unevaluatedProperties"
     assert "outputError" not in rows["shaped"]
     assert report["outputSchemas"] == {"none": 1, "supported": 1, "unsupported": 1}
+
+
+@pytest.mark.parametrize("upstream_kind", ["stdio", "http"])
+async def test_strict_over_the_http_listener_and_an_http_upstream(record: Path, upstream_kind: str) -> None:
+    """The replacement travels the HTTP answer path like any reply (and results from an HTTP upstream are checked)."""
+    from contextlib import AsyncExitStack
+
+    from tests.proxy_http.conftest import answer_messages, http_gate, http_upstream, raw_client
+
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
+    async with AsyncExitStack() as stack:
+        upstream = None
+        if upstream_kind == "http":
+            upstream = f"{await stack.enter_async_context(http_upstream(record, UPSTREAM_OUTPUTS='1'))}/mcp"
+        url, _proc = await stack.enter_async_context(
+            http_gate(record, "http", upstream, "--check-output", "strict", UPSTREAM_OUTPUTS="1"))
+        http = await stack.enter_async_context(raw_client())
+        reply = await http.post(url, content=json.dumps(init))
+        headers = {"mcp-session-id": reply.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+        await http.post(url, content=json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+                        headers=headers)
+        results = []
+        for i, kind in enumerate(("bad", "good"), start=1):
+            call = {"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                    "params": {"name": "shaped", "arguments": {"result": kind}}}
+            (answer,) = [m for m in answer_messages(await http.post(url, content=json.dumps(call), headers=headers))
+                         if m.get("id") == i]
+            results.append(answer["result"])
+    bad, good = results
+    assert bad["isError"] is True and "structuredContent" not in bad
+    assert bad["_meta"][OUTPUT_META_KEY]["keyword"] == "minimum"
+    assert good["structuredContent"] == {"total": 3}
