@@ -11,6 +11,7 @@ import anyio
 from mcp import MCPError
 
 from proxy.core.catalog import Catalog, ToolEntry
+from proxy.core.outputs import support
 
 
 class CheckInputError(Exception):
@@ -60,15 +61,29 @@ def report(entries: list[ToolEntry], source: str, about: dict[str, Any], dialect
         row: dict[str, Any] = {"name": entry.name, "supported": entry.error is None}
         if entry.error is not None:
             row["error"] = entry.error.to_dict()
+        # Can --check-output check its results? none (no outputSchema) / supported / unsupported.
+        row["outputSchema"] = support(entry)
+        if entry.output_error is not None:
+            row["outputError"] = entry.output_error.to_dict()
         rows.append(row)
     bad = sum(1 for r in rows if not r["supported"])
+    outputs = {key: sum(1 for r in rows if r["outputSchema"] == key) for key in ("none", "supported", "unsupported")}
     return {
         "source": source,
         **about,
         "dialect": dialect,
         "tools": rows,
         "summary": {"total": len(rows), "supported": len(rows) - bad, "unsupported": bad},
+        "outputSchemas": outputs,
     }
+
+
+def output_column(row: dict[str, Any]) -> str:
+    state = row.get("outputSchema", "none")
+    if state != "unsupported":
+        return f"output {state}"
+    err = row["outputError"]
+    return f"output UNSUPPORTED ({err['keyword'] or '?'} at {err['schemaPath'] or '/'})"
 
 
 def render_text(doc: dict[str, Any]) -> str:
@@ -76,11 +91,12 @@ def render_text(doc: dict[str, Any]) -> str:
     width = max((len(r["name"]) for r in doc["tools"]), default=4)
     for row in doc["tools"]:
         if row["supported"]:
-            lines.append(f"  {row['name']:<{width}}  supported")
+            lines.append(f"  {row['name']:<{width}}  supported    {output_column(row)}")
         else:
             err = row["error"]
             where = f"{err['keyword'] or '?'} at {err['schemaPath'] or '/'}"
-            lines.append(f"  {row['name']:<{width}}  UNSUPPORTED  {where}  [{err['kind']}]  {err['message']}")
+            lines.append(f"  {row['name']:<{width}}  UNSUPPORTED  {output_column(row)}  {where}  [{err['kind']}]  "
+                         f"{err['message']}")
     s = doc["summary"]
     lines.append(f"{plural(s['total'], 'tool')}: {s['supported']} supported, {s['unsupported']} unsupported")
     for row in doc.get("lock", []):
@@ -89,6 +105,10 @@ def render_text(doc: dict[str, Any]) -> str:
             verdict = "REFUSED" if row["refused"] else "allowed"
             lines.append(f"  lock: {row['name']}: {', '.join(row['classes'])}  {verdict}  ({row['kind']}{where}: "
                          f"{row['message']})")
+    outputs = doc.get("outputSchemas")
+    if outputs and (outputs["supported"] or outputs["unsupported"]):
+        lines.append(f"outputSchemas (--check-output): {outputs['supported']} checkable, {outputs['unsupported']} "
+                     f"not checkable, {outputs['none']} tools without one")
     if doc.get("supportedWithExtendedDialect"):
         lines.append(f"{doc['supportedWithExtendedDialect']} of the unsupported would be supported with "
                      "--dialect extended")

@@ -107,9 +107,19 @@ def _serve_options(parser: argparse.ArgumentParser) -> None:
         "when the tool declares no outputSchema) (tool-error, the default, per MCP SEP-1303), or a JSON-RPC "
         "-32602 error carrying the same object in error.data (protocol-error). Unknown tools and malformed "
         "params are always -32602")
-    parser.add_argument("--audit-log", metavar="FILE", help="append one JSON line per refused call to FILE")
+    parser.add_argument("--audit-log", metavar="FILE", help="append one JSON line per refused call to FILE (and per result that violates its "
+                        "outputSchema, kind output_mismatch; see --check-output)")
     parser.add_argument("--audit-arguments", action="store_true",
                         help="include the refused arguments in the audit log (off by default: they may hold secrets)")
+    parser.add_argument("--check-output", choices=("off", "warn", "strict"), default="warn",
+                        help="check each forwarded tools/call result's structuredContent against the tool's "
+                        "outputSchema: off; warn (the default): forward it unchanged and record a mismatch (stderr "
+                        "once per tool, the audit log, metrics); strict: also replace a non-conforming result "
+                        "with an isError result saying what did not conform. See docs/observability.md")
+    parser.add_argument("--metrics", metavar="[HOST:]PORT",
+                        help="serve Prometheus metrics at http://HOST:PORT/metrics (HOST 127.0.0.1 unless given; "
+                        "port 0 picks a free one; no authentication: keep it on loopback). An HTTP --listen also "
+                        "serves GET /metrics behind its --auth-token")
     parser.add_argument("--cwd", metavar="DIR", help="working directory for COMMAND (default: the current one)")
     parser.add_argument("--drain-timeout", type=float, default=10.0, metavar="SECONDS",
                         help="after the client closes its input, wait this long for answers to requests it already "
@@ -323,15 +333,42 @@ def _serve(args: Any, command: list[str]) -> int:
     except OSError as exc:
         raise UsageError(f"--audit-log {args.audit_log}: cannot open it for appending ({exc.strerror}); "
                          "choose a writable path") from None
+    metrics, exporter = _metrics(args, listen)
     summary = open(os.devnull, "w") if args.quiet else sys.stderr  # noqa: SIM115 - lives as long as the gate
     settings = GateSettings(args.dialect, args.reject_as, audit, summary, drain_timeout=max(0.0, args.drain_timeout),
-                            operator=_operator(args))
+                            operator=_operator(args), check_output=args.check_output, metrics=metrics)
     serve = load(LISTENERS["stdio" if listen is None else listen.kind])
     try:
         return anyio.run(run_until_signal, lambda stop: serve(listen, spec, settings, stop))
     finally:
+        if exporter is not None:
+            exporter.shutdown()
         if audit is not None:
             audit.close()
+
+
+def _metrics(args: Any, listen: Any) -> tuple[Any, Any]:
+    """(metrics, the --metrics exporter or None). Metrics are on with --metrics or an HTTP --listen (GET /metrics)."""
+    from proxy.listen.http import is_loopback
+    from proxy.metrics import NO_METRICS, Metrics, parse_address
+
+    if not args.metrics and listen is None:
+        return NO_METRICS, None
+    metrics = Metrics()
+    if not args.metrics:
+        return metrics, None
+    try:
+        host, port = parse_address(args.metrics)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        exporter, url = metrics.serve(host, port)
+    except OSError as exc:
+        raise UsageError(f"--metrics {args.metrics}: cannot listen there ({exc.strerror}); choose another "
+                         "HOST:PORT") from None
+    note = "" if is_loopback(host) else " (not loopback: anyone who can reach it can read the metrics)"
+    print(f"mcp-schema-gate: metrics on {url}{note}", file=sys.stderr, flush=True)
+    return metrics, exporter
 
 
 async def run_until_signal(main: Callable[[anyio.Event], Awaitable[int]]) -> int:

@@ -27,8 +27,10 @@ from proxy.core.catalog import Catalog
 from proxy.core.gate import Gate, RejectAs
 from proxy.core.hooks import GuardHooks
 from proxy.core.operator import OperatorControl
+from proxy.core.outputs import OutputChecker
 from proxy.core.relay import DRAIN_TIMEOUT, Relay
 from proxy.core.streams import StreamPair
+from proxy.metrics import NO_METRICS, NoMetrics
 
 logger = logging.getLogger("mcp-schema-gate")
 
@@ -81,10 +83,21 @@ class GateSettings:
     drain_timeout: float = DRAIN_TIMEOUT
     operator: OperatorControl | None = None  # the lock and the policy, shared by every session
     sessions_started: int = 0
+    check_output: str = "warn"  # off | warn | strict (proxy/core/outputs.py)
+    # One registry for the whole process (proxy/metrics.py); NO_METRICS when metrics are off.
+    metrics: NoMetrics = NO_METRICS
+    _outputs: OutputChecker | None = field(default=None, init=False, repr=False)
+
+    @property
+    def outputs(self) -> OutputChecker | None:
+        """The process-wide output policy (None when off), so 'once per tool' holds across sessions."""
+        if self.check_output != "off" and self._outputs is None:
+            self._outputs = OutputChecker(self.check_output, self.audit, self.metrics)
+        return self._outputs if self.check_output != "off" else None
 
     def hooks(self) -> GuardHooks:
         return GuardHooks(Catalog(self.dialect, self.operator), Gate(self.reject_as), self.audit,
-                          summary=self.summary)
+                          summary=self.summary, outputs=self.outputs, metrics=self.metrics)
 
 
 def open_upstream(spec: UpstreamSpec, catalog: Catalog) -> AbstractAsyncContextManager[StreamPair]:
@@ -111,16 +124,24 @@ async def run_session(client: StreamPair, spec: UpstreamSpec, settings: GateSett
     hooks = settings.hooks()
     settings.sessions_started += 1
     relay: Relay | None = None
+    metrics = settings.metrics
     try:
         async with open_upstream(spec, hooks.catalog) as upstream:
             relay = Relay(client, upstream, hooks, drain_timeout=settings.drain_timeout)
             if bind is not None:
                 bind(relay)
-            status = await relay.run(stop)
+            metrics.session_opened(relay)
+            try:
+                status = await relay.run(stop)
+            finally:
+                metrics.session_closed(relay)
+            if status == UPSTREAM_GONE:
+                metrics.upstream_error("gone")
             return SessionEnd(status, relay.end_reason)
     except Exception as exc:  # an OSError, or an ExceptionGroup from an HTTP client transport
         if relay is not None:
             raise
+        metrics.upstream_error("unreachable")
         reason = _leaf(exc)
         if spec.command and isinstance(exc, OSError):
             line = f"cannot start {spec.command[0]!r}: {reason}; check the command after '--' and its PATH"

@@ -9,6 +9,7 @@ Calls are sequential (one in flight), after a warm-up. Prints median and p99
 in milliseconds and the ratios.
 
     .venv/bin/python scripts/bench_proxy.py [--calls 2000] [--warmup 200] [--json]
+    .venv/bin/python scripts/bench_proxy.py --structured --gate-option=--check-output=warn   (gate options, outputs)
     .venv/bin/python scripts/bench_proxy.py --http [--duration 3] [--mcp-proxy PATH]   (HTTP listen mode)
 """
 
@@ -28,13 +29,18 @@ ROOT = Path(__file__).resolve().parents[1]
 SERVER = r'''
 import anyio, os, mcp_types as types
 BARE = os.environ.get("BENCH_BARE_UPSTREAM") == "1"
+STRUCTURED = os.environ.get("BENCH_STRUCTURED") == "1"
 from mcp.server.lowlevel.server import Server
 from mcp.server.stdio import stdio_server
+OUTPUT = {"type": "object", "properties": {"text": {"type": "string", "minLength": 1}}, "required": ["text"],
+          "additionalProperties": False} if STRUCTURED else None
 TOOL = types.Tool(name="echo", input_schema={"type": "object", "properties": {"text": {"type": "string", "minLength": 1}},
-                                              "required": ["text"], "additionalProperties": False})
+                                              "required": ["text"], "additionalProperties": False}, output_schema=OUTPUT)
 async def list_tools(ctx, params): return types.ListToolsResult(tools=[TOOL])
 async def call_tool(ctx, params):
-    return types.CallToolResult(content=[types.TextContent(type="text", text=params.arguments["text"])])
+    text = params.arguments["text"]
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
+                                structured_content={"text": text} if STRUCTURED else None)
 async def main():
     server = Server("bench", on_list_tools=list_tools, on_call_tool=call_tool)
     if BARE: server.middleware.clear()  # --bare-upstream: without the SDK's default OpenTelemetry middleware
@@ -101,6 +107,11 @@ def main() -> int:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--bare-upstream", action="store_true",
                         help="strip the SDK server's default (no-op) OpenTelemetry middleware: a faster baseline")
+    parser.add_argument("--structured", action="store_true",
+                        help="the echo tool declares an outputSchema and returns conforming structuredContent "
+                        "(what --check-output checks)")
+    parser.add_argument("--gate-option", action="append", default=[], metavar="OPTION",
+                        help="pass OPTION to the gate (repeatable; write it as --gate-option=--check-output=off)")
     parser.add_argument("--http", nargs=argparse.REMAINDER, metavar="...",
                         help="run the HTTP listen-mode benchmark instead (scripts/bench_proxy_http.py: req/s at "
                         "concurrency 1, 16, 64, direct vs gate vs FastMCP's proxy and mcp-proxy); "
@@ -110,8 +121,10 @@ def main() -> int:
         return subprocess.call([sys.executable, str(Path(__file__).with_name("bench_proxy_http.py")), *args.http])
     if args.bare_upstream:
         os.environ["BENCH_BARE_UPSTREAM"] = "1"
+    if args.structured:
+        os.environ["BENCH_STRUCTURED"] = "1"
     server = [sys.executable, "-c", SERVER]
-    proxied_cmd = [sys.executable, "-m", "proxy", "--quiet", "--", *server]
+    proxied_cmd = [sys.executable, "-m", "proxy", "--quiet", *args.gate_option, "--", *server]
 
     results: dict[str, list[float]] = {"direct": [], "proxied": [], "rejected": []}
     # Interleave rounds so drift on a shared 2-core machine hits both sides alike.

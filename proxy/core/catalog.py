@@ -21,6 +21,7 @@ from validator import CompiledSchema, InputSchemaError
 
 from proxy.core.operator import OperatorControl
 from proxy.core.policy import Overlay
+from proxy.core.outputs import compile_output
 from proxy.core.shadowing import Check, compile_shadow_check
 
 logger = logging.getLogger("mcp-schema-gate")
@@ -55,6 +56,10 @@ class ToolEntry:
     # policy objects to the tool), and the policy's schemas every call must also satisfy.
     denial: dict[str, str] | None = None
     overlay: Overlay | None = None
+    # The outputSchema compiled in the same dialect (proxy/core/outputs.py checks results with it), or
+    # why it could not be; both None when the tool declares no outputSchema.
+    output_compiled: CompiledSchema | None = None
+    output_error: InputSchemaError | None = None
 
     def same_definition(self, other: ToolEntry) -> bool:
         return self.input_schema == other.input_schema and self.output_schema == other.output_schema
@@ -71,6 +76,7 @@ class Catalog:
         self._tools: Mapping[str, ToolEntry] = MappingProxyType({})
         # Same schema text, same compiled object: relisting costs no recompiles.
         self._cache: dict[str, tuple[CompiledSchema | None, InputSchemaError | None, Check | None]] = {}
+        self._output_cache: dict[str, tuple[CompiledSchema | None, InputSchemaError | None]] = {}
         self.revision = 0
         self.built = anyio.Event()  # set once the first full listing has been swapped in
         self.failure: str | None = None  # why the last full listing failed, if it did
@@ -98,7 +104,10 @@ class Catalog:
                 cached = (None, as_schema_error(exc), None)
             if key is not None:
                 self._cache[key] = cached
-        return ToolEntry(tool["name"], schema, cached[0], cached[1], tool.get("outputSchema"), cached[2])
+        output = tool.get("outputSchema")
+        compiled_output, output_error = compile_output(output, self.dialect, self._output_cache)
+        return ToolEntry(tool["name"], schema, cached[0], cached[1], output, cached[2],
+                         output_compiled=compiled_output, output_error=output_error)
 
     def _entries(self, tools: Iterable[Any]) -> dict[str, ToolEntry]:
         """Entries by name. A name listed twice with different definitions is unsupported, both times.

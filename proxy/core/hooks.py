@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 from typing import Any, TextIO
 
 import anyio
@@ -23,7 +24,9 @@ from proxy.core.audit import AuditLog
 from proxy.core.catalog import Catalog
 from proxy.core.gate import Gate, Rejection
 from proxy.core.jsonrpc import REQUEST_METHODS, error_message, modern_envelope, result_message
+from proxy.core.outputs import OutputChecker, Result, summary as output_summary
 from proxy.core.relay import Relay
+from proxy.metrics import NO_METRICS, NoMetrics
 
 logger = logging.getLogger("mcp-schema-gate")
 
@@ -38,10 +41,15 @@ UNKNOWN_REFRESH_INTERVAL = 2.0
 
 class GuardHooks:
     def __init__(self, catalog: Catalog, gate: Gate, audit: AuditLog | None = None,
-                 summary: TextIO = sys.stderr) -> None:
+                 summary: TextIO = sys.stderr, outputs: OutputChecker | None = None,
+                 metrics: NoMetrics = NO_METRICS) -> None:
         self.catalog = catalog
         self.gate = gate
         self.audit = audit
+        self.outputs = outputs  # None: --check-output off
+        self.metrics = metrics
+        # A forwarded tools/call is remembered on its InFlight entry only when something needs it back.
+        self._remember = outputs is not None or metrics.enabled
         self._summary = summary
         self._envelope: dict[str, Any] | None = None  # the client's 2026-07-28 envelope, once seen
         self._handshake = False  # the client chose the initialize handshake: no envelope on our requests
@@ -94,8 +102,10 @@ class GuardHooks:
                                         f"{notification.method} sent without an id; dropped"), None)
 
     async def _on_call(self, relay: Relay, request: types.JSONRPCRequest) -> bool:
+        if self.metrics.enabled and (flight := relay.request(request.id)) is not None:
+            flight.seen = time.perf_counter()
         if self.catalog.built.is_set() and self._stale is None:
-            rejection = self.gate.check(request.params, self.catalog.tools)
+            rejection = self._check(request.params)
             if rejection is None or rejection.kind != "unknown_tool":
                 return await self._finish(relay, request, rejection)
         # The catalog is not ready, a newer revision is on its way, or the tool
@@ -131,29 +141,52 @@ class GuardHooks:
                     f"the server announced a change to its tools and the new list did not arrive within "
                     f"{STALE_WAIT:g} s, so the call could not be checked against the current schema; retry shortly")
                 return Rejection(name if isinstance(name, str) else None, error.kind, error.message, error)
-        rejection = self.gate.check(request.params, self.catalog.tools)
+        rejection = self._check(request.params)
         if rejection is not None and rejection.kind == "unknown_tool":
             # A call the upstream ran may have changed its tools; calls the gate
             # refused cannot have, so a stream of unknown names costs one listing.
             recent = anyio.current_time() - self._last_listed < UNKNOWN_REFRESH_INTERVAL
             if not recent or self._calls_answered or self._listing is not None:
                 await self.refresh(relay)
-                rejection = self.gate.check(request.params, self.catalog.tools)
+                rejection = self._check(request.params)
+        return rejection
+
+    def _check(self, params: Any) -> Rejection | None:
+        if not self.metrics.enabled:
+            return self.gate.check(params, self.catalog.tools)
+        start = time.perf_counter()
+        rejection = self.gate.check(params, self.catalog.tools)
+        self.metrics.validation_time("arguments", time.perf_counter() - start)
         return rejection
 
     async def _finish(self, relay: Relay, request: types.JSONRPCRequest, rejection: Rejection | None) -> bool:
         """Forward the request exactly as validated, or answer it here."""
         if rejection is None:
+            if self._remember:
+                self._forwarding(relay, request)
             await relay.to_upstream(SessionMessage(request))
             return True
         await self._reject(relay, request, rejection)
         return True
+
+    def _forwarding(self, relay: Relay, request: types.JSONRPCRequest) -> None:
+        """Note on the request's InFlight entry the tool (as validated) and when it was seen."""
+        flight = relay.request(request.id)
+        name = request.params.get("name")  # the gate checked params is a dict with a string name
+        entry = self.catalog.get(name)
+        if flight is None or entry is None or (entry.output_schema is None and not self.metrics.enabled):
+            return  # nothing to check at its result, nothing to measure
+        label = self.metrics.tool_label(name, self.catalog.tools)
+        flight.forwarded = Result(entry, label, flight.seen)
+        self.metrics.forwarded(label)
 
     async def _reject(self, relay: Relay, request: types.JSONRPCRequest, rejection: Rejection) -> None:
         if rejection.kind == "unknown_tool" and self.catalog.failure:
             rejection = Rejection(rejection.tool, rejection.kind, f"{rejection.message} ({self.catalog.failure})")
         if self.audit is not None:
             self.audit.record(rejection, request.id)
+        if self.metrics.enabled:
+            self.metrics.refused(self.metrics.tool_label(rejection.tool, self.catalog.tools), rejection.kind)
         entry = self.catalog.get(rejection.tool) if rejection.tool is not None else None
         output_schema = entry.output_schema if entry is not None else None
         kind, payload = self.gate.reply(rejection, modern=modern_envelope(request.params) is not None,
@@ -175,7 +208,9 @@ class GuardHooks:
             if request.method == "tools/list":
                 tools = inner.result.get("tools")
                 if isinstance(tools, list):
+                    revision = self.catalog.revision
                     self.catalog.merge(tools)
+                    self.metrics.catalog_revisions(self.catalog.revision - revision)
                     operator = self.catalog.operator
                     if operator is not None and operator.policy is not None and operator.policy.hide:
                         inner.result["tools"] = [t for t in tools if not (
@@ -189,6 +224,14 @@ class GuardHooks:
                 self._start_build(relay)
             elif request.method == "tools/call":
                 self._calls_answered += 1
+                if request.forwarded is not None:  # a call the gate forwarded: check, forward, measure
+                    return await request.forwarded.deliver(relay, message, self.outputs, self.metrics)
+        elif isinstance(inner, types.JSONRPCError):
+            request = relay.request(inner.id)
+            if request is not None:
+                self.metrics.upstream_error("error_response")
+                if request.forwarded is not None:
+                    return await request.forwarded.deliver(relay, message, None, self.metrics)
         elif isinstance(inner, types.JSONRPCNotification) and inner.method == "notifications/tools/list_changed":
             if self._stale is None:
                 self._stale = anyio.Event()
@@ -230,9 +273,10 @@ class GuardHooks:
         self._calls_answered = 0
         try:
             tools = await self._list_all(relay)
-            before = self.catalog.summary() if self.catalog.built.is_set() else None
+            before = self._summary_lines() if self.catalog.built.is_set() else None
             self.catalog.replace(tools)
-            after = self.catalog.summary()
+            self.metrics.catalog_revisions(1)
+            after = self._summary_lines()
             if after != before:  # the startup summary, and again whenever a relisting changes it
                 for line in after:
                     print(line, file=self._summary, flush=True)
@@ -244,6 +288,10 @@ class GuardHooks:
             self._last_listed = anyio.current_time()
             self._listing = None
             done.set()
+
+    def _summary_lines(self) -> list[str]:
+        lines = self.catalog.summary()
+        return lines if self.outputs is None else lines + output_summary(self.catalog.tools)
 
     async def _list_all(self, relay: Relay) -> list[Any]:
         tools: list[Any] = []

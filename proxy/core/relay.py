@@ -82,6 +82,10 @@ class InFlight:
     # SessionMessage's metadata): the HTTP listener finds the request's POST
     # answer there. Opaque to the relay.
     origin: Any = None
+    # A tools/call the gate forwarded: what the hooks need back at its result (outputs.Result), when
+    # --check-output or metrics want it; and when it was seen (perf_counter), with metrics on.
+    forwarded: Any = None
+    seen: float = 0.0
 
 
 class _Slot:

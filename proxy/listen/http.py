@@ -209,6 +209,9 @@ class GateApp:
 
     async def _route(self, scope: dict, receive: Any, send: Any) -> None:
         path = scope["path"].rstrip("/") or "/"
+        if path == "/metrics" and scope["method"] == "GET" and self.settings.metrics.enabled:
+            body, content_type = self.settings.metrics.exposition()  # type: ignore[attr-defined]
+            return await Response(body, media_type=content_type)(scope, receive, send)
         if scope["method"] == "POST" and path in ("/mcp", "/messages"):
             checked = await self._wire_checked(scope, receive, send)
             if checked is None:

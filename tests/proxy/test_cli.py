@@ -72,7 +72,7 @@ def test_check_catalog_reports_each_tool(tmp_path: Path, document: dict) -> None
     report = json.loads(done.stdout)
     assert report["summary"] == {"total": 3, "supported": 1, "unsupported": 2}
     rows = {row["name"]: row for row in report["tools"]}
-    assert rows["good"] == {"name": "good", "supported": True}
+    assert rows["good"] == {"name": "good", "supported": True, "outputSchema": "none"}
     assert rows["with_title"]["error"]["keyword"] == "title"
     assert rows["with_title"]["error"]["schemaPath"] == "/title"
     assert set(rows["with_ref"]["error"]) == {"kind", "instancePath", "schemaPath", "keyword", "message"}

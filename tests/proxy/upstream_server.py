@@ -4,6 +4,9 @@ It records every tools/call it receives as one JSON line in $UPSTREAM_RECORD,
 so a test can prove that a rejected call never reached it. Environment:
   UPSTREAM_RECORD     file to append records to (start, calls, cancellations)
   UPSTREAM_PAGE_SIZE  tools per tools/list page (0: one page)
+  UPSTREAM_OUTPUTS    1: also list `shaped` and `shaped2` (an outputSchema; the argument `result` picks a
+                      conforming, violating, missing or isError structured result) and `opaque` (an
+                      outputSchema outside both dialects)
 """
 
 from __future__ import annotations
@@ -29,6 +32,10 @@ LIST_DELAY = float(os.environ.get("UPSTREAM_LIST_DELAY", "0"))
 DUPLICATE = os.environ.get("UPSTREAM_DUPLICATE") == "1"
 HARD_PATTERN = "^(([a-z])+.)+[A-Z]([a-z])+$"  # catastrophic backtracking on "aaaa…"
 STATE = {"mutable_revision": 1, "revealed": False}
+OUTPUTS = os.environ.get("UPSTREAM_OUTPUTS") == "1"
+SHAPE = {"type": "object", "properties": {"total": {"type": "integer", "minimum": 0}}, "required": ["total"],
+         "additionalProperties": False}
+OPAQUE = {"type": "object", "unevaluatedProperties": False}  # outside both dialects
 
 
 def record(entry: dict) -> None:
@@ -63,7 +70,19 @@ def tools() -> list[types.Tool]:
         specs.append(("hidden", obj({"n": {"type": "integer"}}, ["n"])))
     if DUPLICATE:
         specs.append(("echo", obj({"text": {"type": "string"}})))
-    return [types.Tool(name=n, description=f"test tool {n}", input_schema=s) for n, s in specs]
+    listed = [types.Tool(name=n, description=f"test tool {n}", input_schema=s) for n, s in specs]
+    if OUTPUTS:
+        choice = obj({"result": {"enum": ["good", "bad", "missing", "error"]}}, ["result"])
+        listed += [types.Tool(name=n, description=f"test tool {n}", input_schema=choice, output_schema=o)
+                   for n, o in (("shaped", SHAPE), ("shaped2", SHAPE), ("opaque", OPAQUE))]
+    return listed
+
+
+def shaped(kind: str) -> types.CallToolResult:
+    """A structured result: conforming, violating (a negative total), without structuredContent, or isError."""
+    body = {"good": {"total": 3}, "bad": {"total": -1}, "error": {"oops": True}}.get(kind)
+    return types.CallToolResult(content=[types.TextContent(type="text", text=f"shaped {kind}")],
+                                structured_content=body, is_error=kind == "error")
 
 
 def text(value: str) -> types.CallToolResult:
@@ -92,6 +111,8 @@ async def call_tool(ctx, params: types.CallToolRequestParams):
         return text(str(args["a"] + args["b"]))
     if name == "mutable":
         return text(f"mutable got {args['x']!r}")
+    if name in ("shaped", "shaped2", "opaque"):
+        return shaped(args["result"])
     if name == "noargs":
         return text("noargs ok")
     if name == "reveal":
