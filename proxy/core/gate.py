@@ -38,6 +38,10 @@ class Rejection:
     # None: a protocol error (unknown tool, malformed params), always JSON-RPC -32602.
     data: dict[str, str] | None = None
 
+    def __post_init__(self) -> None:
+        if self.data is None and self.error is not None:  # a refusal by the server's schema, unless told otherwise
+            object.__setattr__(self, "data", {**self.error.to_dict(), "source": INPUT_SCHEMA})
+
     @property
     def protocol_only(self) -> bool:
         return self.data is None
