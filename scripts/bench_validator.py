@@ -45,9 +45,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
-import validator  # noqa: E402
+import validator  # the project is installed (pip install -e '.[bench]')  # noqa: E402
 from validator import InputSchemaError  # noqa: E402
 
 FIXTURES = REPO / "fixtures" / "coding-tools"
