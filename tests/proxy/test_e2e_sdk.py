@@ -102,7 +102,8 @@ async def test_invalid_calls_are_answered_by_the_gate_and_never_reach_upstream(r
             assert result.is_error is True, case
             data = result.structured_content
             assert (data["kind"], data["keyword"], data["instancePath"]) == (kind, keyword, instance_path), case
-            assert set(data) == {"kind", "instancePath", "schemaPath", "keyword", "message"}, case
+            assert set(data) == {"kind", "instancePath", "schemaPath", "keyword", "message", "source"}, case
+            assert data["source"] == "inputSchema", case  # the server's own schema refused, not a policy
             assert data["schemaPath"].endswith(keyword) or keyword == "required", case
             assert tool in text_of(result) and data["message"], case
     assert calls(record) == []
