@@ -41,6 +41,7 @@ STREAM_AFTER = 1.0
 KEEPALIVE = 15.0
 RETRY_MS = 2000  # how soon a client that lost a stream should come back for the rest
 MAX_LOGGED_BYTES = 4 * 1024 * 1024  # per stream; older events are forgotten (and cannot be resumed) past it
+MAX_SESSION_BYTES = 8 * 1024 * 1024  # per session, all streams: the oldest streams are forgotten past it
 MAX_STREAMS = 256  # per session: the newest streams stay resumable
 SCOPE_KEY = "mcp_schema_gate.answer"  # where the ASGI scope carries a POST's answer, for the router
 RESUMABLE_SINCE = "2025-11-25"  # the protocol version that gave clients priming events and resumption
@@ -59,11 +60,22 @@ class Streams:
 
     def __init__(self) -> None:
         self._by_id: OrderedDict[str, Answer] = OrderedDict()
+        self._bytes = 0
 
     def add(self, answer: Answer) -> None:
         self._by_id[answer.stream_id] = answer
         while len(self._by_id) > MAX_STREAMS:
-            self._by_id.popitem(last=False)
+            self._forget_oldest()
+
+    def charged(self, size: int) -> None:
+        """A stream logged `size` more bytes (negative: it forgot some); the oldest streams go past the budget."""
+        self._bytes += size
+        while self._bytes > MAX_SESSION_BYTES and len(self._by_id) > 1:
+            self._forget_oldest()
+
+    def _forget_oldest(self) -> None:
+        _, answer = self._by_id.popitem(last=False)
+        self._bytes -= answer.forget_log()
 
     def find(self, last_event_id: str) -> tuple[Answer, int] | None:
         stream_id, _, seq = last_event_id.partition(":")
@@ -99,6 +111,7 @@ class Answer:
         self._log: list[tuple[int, bytes]] = []  # (seq, event bytes), oldest first
         self._logged = 0
         self._seq = 0
+        self._seq_forgotten = 0  # events up to this one were dropped from the log
         self._followers: list[Any] = []  # sends of GETs that resumed this stream
         self._done = anyio.Event()
 
@@ -127,9 +140,21 @@ class Answer:
         event = sse_event(data, f"{self.stream_id}:{self._seq}")
         self._log.append((self._seq, event))
         self._logged += len(event)
+        dropped = 0
         while self._logged > MAX_LOGGED_BYTES and len(self._log) > 1:
-            self._logged -= len(self._log.pop(0)[1])
+            size = len(self._log.pop(0)[1])
+            self._logged -= size
+            dropped += size
+        if self._streams is not None:
+            self._streams.charged(len(event) - dropped)
         await self._write(event, more)
+
+    def forget_log(self) -> int:
+        """Drop the kept events (the stream can no longer be resumed); how many bytes that freed."""
+        freed, self._logged = self._logged, 0
+        self._log.clear()
+        self._seq_forgotten = self._seq
+        return freed
 
     async def stream_when_slow(self) -> None:
         """Run beside the transport's handling of the POST (see the module docstring); cancelled when it ends."""
@@ -180,7 +205,8 @@ class Answer:
         bounded), so the stream cannot be resumed without a gap.
         """
         async with self._lock:
-            if self._log and self._log[0][0] > after + 1:
+            first = self._log[0][0] if self._log else self._seq_forgotten + 1
+            if first > after + 1:
                 return False
             await send({"type": "http.response.start", "status": 200, "headers": self._headers})
             for seq, event in self._log:

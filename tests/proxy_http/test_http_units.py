@@ -140,3 +140,35 @@ async def test_an_answer_is_the_transports_json_or_a_stream_once_the_call_sends_
         b'event: message\r\ndata: {"jsonrpc":"2.0","id":1,"result":{}}\r\n\r\n',
     ]
     assert [m["more_body"] for m in wire[1:]] == [True, False]
+
+
+async def test_resumable_answers_keep_a_bounded_log_per_session(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Events are kept for resumption only within a per-session budget; the oldest streams are forgotten first."""
+    from proxy.listen import answer as answer_module
+    from proxy.listen.answer import Answer, Streams
+
+    monkeypatch.setattr(answer_module, "MAX_SESSION_BYTES", 10_000)
+    sent: list[dict] = []
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    streams = Streams()
+    answers = [Answer(send, "s", resumable=True, streams=streams) for _ in range(5)]
+    for answer in answers:
+        for _ in range(10):
+            assert await answer.event(b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"x":"' +
+                                      b"y" * 400 + b'"}}')
+    assert streams._bytes <= 10_000
+    assert streams.find(f"{answers[0].stream_id}:0") is None  # forgotten: a resumption gets a 400
+    newest, after = streams.find(f"{answers[-1].stream_id}:3")
+    replayed: list[dict] = []
+
+    async def resumed(message: dict) -> None:
+        replayed.append(message)
+
+    await newest.send({"type": "http.response.body", "body": b'{"jsonrpc":"2.0","id":1,"result":{}}',
+                       "more_body": False})  # the reply: the stream ends
+    assert await newest.resume(after, resumed)
+    bodies = [m["body"] for m in replayed if m["type"] == "http.response.body" and m["body"]]
+    assert len(bodies) == 7 and b'"id":1' in bodies[-1]  # events 4..10 and the reply
