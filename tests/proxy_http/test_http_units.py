@@ -171,4 +171,4 @@ async def test_resumable_answers_keep_a_bounded_log_per_session(monkeypatch: pyt
                        "more_body": False})  # the reply: the stream ends
     assert await newest.resume(after, resumed)
     bodies = [m["body"] for m in replayed if m["type"] == "http.response.body" and m["body"]]
-    assert len(bodies) == 7 and b'"id":1' in bodies[-1]  # events 4..10 and the reply
+    assert len(bodies) == 8 and b'"id":1' in bodies[-1]  # events 4..10, then the reply
