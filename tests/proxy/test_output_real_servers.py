@@ -25,6 +25,7 @@ reason printed, never counted as passed.
 from __future__ import annotations
 
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -198,3 +199,24 @@ async def test_everything_server_structured_content_passes_unchanged(tmp_path: P
     plan = [("get-structured-content", {"location": city}) for city in ("New York", "Chicago", "Los Angeles")]
     direct = await check_server(launch, tmp_path, plan)
     assert direct[0]["structuredContent"] == {"temperature": 33, "conditions": "Cloudy", "humidity": 82}
+
+
+DATETIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[+-]\d{2}:\d{2}|Z)?")
+
+
+def _without_datetimes(result: dict) -> dict:
+    """get_current_time answers with the current time: compare everything but the timestamps."""
+    return json.loads(DATETIME.sub("<datetime>", json.dumps(result)))
+
+
+async def test_time_server_results_pass_unchanged_under_extended(tmp_path: Path) -> None:
+    """mcp-server-time 2026.10.19 declares an outputSchema for both tools (pydantic: `title`, `$defs`/`$ref`)."""
+    launch = _launch("mcp-server-time", tmp_path / "work")
+    plan = [
+        ("get_current_time", {"timezone": "UTC"}),
+        ("convert_time", {"source_timezone": "Europe/Paris", "time": "14:00", "target_timezone": "Asia/Tokyo"}),
+    ]
+    direct = await check_server(launch, tmp_path, plan, dialect="extended", normalise=_without_datetimes)
+    assert direct[0]["structuredContent"]["timezone"] == "UTC"
+    converted = direct[1]["structuredContent"]
+    assert "T14:00:00" in converted["source"]["datetime"] and converted["target"]["timezone"] == "Asia/Tokyo"
