@@ -5,9 +5,11 @@ The fixture holds only what the compatibility tests need::
 
     {"server": str, "package": str, "version": str, "registry": "npm" | "pypi",
      "protocolVersion": str,             # negotiated with the server
-     "tools": [{"name": str, "inputSchema": {...}}, ...]}
+     "tools": [{"name": str, "inputSchema": {...}, "outputSchema": {...}}, ...]}
 
-No credentials, no call arguments, no descriptions: nothing else is written.
+``outputSchema`` is written only for a tool that declares one (exactly as the
+server sent it). No credentials, no call arguments, no descriptions: nothing
+else is written.
 
 Usage::
 
@@ -339,8 +341,16 @@ def catalog_document(entry: Mapping[str, Any], protocol: str, tools: list[dict[s
         "version": entry["version"],
         "registry": entry["registry"],
         "protocolVersion": protocol,
-        "tools": [{"name": t["name"], "inputSchema": t["inputSchema"]} for t in tools],
+        "tools": [_tool_record(t) for t in tools],
     }
+
+
+def _tool_record(tool: Mapping[str, Any]) -> dict[str, Any]:
+    """What a fixture keeps of one listed tool: its name, inputSchema and (if declared) outputSchema."""
+    record = {"name": tool["name"], "inputSchema": tool["inputSchema"]}
+    if "outputSchema" in tool:
+        record["outputSchema"] = tool["outputSchema"]
+    return record
 
 
 def write_catalog(doc: Mapping[str, Any], out_dir: Path = CATALOG_DIR) -> Path:

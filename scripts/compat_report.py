@@ -21,8 +21,14 @@ from a probe compile is caught): then only the default dialect exists,
 ``--dialect contract`` falls back to ``validator.compile(schema)`` and any other
 dialect exits with status 2 and says why.
 
+A second table covers the tools' ``outputSchema`` (what ``--check-output``
+validates results against; captured since the capture records it): per server
+that declares any, how many tools declare one and how many of those compile
+under each dialect, with the total share.
+
 Importable: ``preflight_outcome(schema, dialect)``, ``load_catalogs()``,
-``compute_outcomes(dialect)`` are used by tests/catalogs.
+``compute_outcomes(dialect)``, ``compute_output_outcomes(dialect)`` are used by
+tests/catalogs.
 """
 
 from __future__ import annotations
@@ -113,6 +119,17 @@ def compute_outcomes(dialect: str | None = None, catalogs: list[dict[str, Any]] 
     result: dict[str, dict[str, Any]] = {}
     for doc in catalogs if catalogs is not None else load_catalogs():
         result[doc["server"]] = {t["name"]: preflight_outcome(t["inputSchema"], compile_fn)[0] for t in doc["tools"]}
+    return result
+
+
+def compute_output_outcomes(dialect: str | None = None,
+                            catalogs: list[dict[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
+    """Like ``compute_outcomes``, for the tools that declare an ``outputSchema`` (servers without one: {})."""
+    compile_fn = compiler(dialect)
+    result: dict[str, dict[str, Any]] = {}
+    for doc in catalogs if catalogs is not None else load_catalogs():
+        result[doc["server"]] = {t["name"]: preflight_outcome(t["outputSchema"], compile_fn)[0]
+                                 for t in doc["tools"] if "outputSchema" in t}
     return result
 
 
@@ -225,6 +242,54 @@ def render_table(
     return "\n".join(lines) + "\n"
 
 
+def render_output_table(catalogs: list[dict[str, Any]], by_dialect: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> str:
+    """The Markdown table of the captured outputSchemas: per server, declared and compiling per dialect."""
+    dialects = list(by_dialect)
+    first, last = dialects[0], dialects[-1]
+    lines = [
+        "### outputSchemas",
+        "",
+        "The `outputSchema` of every captured tool that declares one (what `--check-output` validates "
+        "`structuredContent` against), preflighted like the input schemas. An outputSchema that does not "
+        "compile cannot be checked: its results are forwarded unchanged in every mode (docs/observability.md). "
+        f"Reasons are the `{first}` dialect's (first rejected keyword).",
+        "",
+        "| server | tools | with outputSchema |" + "".join(f" {d} compiles |" for d in dialects) + f" {first} unsupported reasons |",
+        "| --- | ---: | ---: |" + " ---: |" * len(dialects) + " --- |",
+    ]
+
+    def share_of(ok: int, n: int, digits: int = 0) -> str:
+        return f"{100 * ok / n:.{digits}f}%" if n else "—"
+
+    total_tools = total_declared = 0
+    totals = dict.fromkeys(dialects, 0)
+    without: list[str] = []
+    all_reasons: Counter[tuple[str, str]] = Counter()
+    for doc in catalogs:
+        server = doc["server"]
+        declared = len(by_dialect[last][server])
+        total_tools += len(doc["tools"])
+        if not declared:
+            without.append(server)
+            continue
+        total_declared += declared
+        cells = ""
+        for d in dialects:
+            ok = sum(1 for o in by_dialect[d][server].values() if o == "supported")
+            totals[d] += ok
+            cells += f" {ok} ({share_of(ok, declared)}) |"
+        rs = reasons(by_dialect[first][server])
+        all_reasons.update(rs)
+        lines.append(f"| {server} | {len(doc['tools'])} | {declared} |{cells} {_md_escape(format_reasons(rs))} |")
+    cells = "".join(f" **{t} ({share_of(t, total_declared, 1)})** |" for t in totals.values())
+    lines.append(f"| **all {len(catalogs)} servers** | **{total_tools}** | **{total_declared}** |{cells} "
+                 f"{_md_escape(format_reasons(all_reasons, top=5))} |")
+    if without:
+        lines += ["", f"No tool declares an outputSchema in the other {len(without)} catalogs: "
+                  + ", ".join(without) + "."]
+    return "\n".join(lines) + "\n"
+
+
 KNOWN_DIALECTS = ("contract", "extended")
 
 
@@ -243,16 +308,17 @@ def available_dialects() -> list[str]:
 def default_report(catalogs: list[dict[str, Any]] | None = None, dialect: str | None = None) -> str:
     """What ``compat_report.py`` prints (and writes into docs/compatibility.md) for ``--dialect`` (None = all)."""
     catalogs = load_catalogs() if catalogs is None else catalogs
+    dialects = [dialect] if dialect is not None else available_dialects()
+    outputs = render_output_table(catalogs, {d: compute_output_outcomes(d, catalogs) for d in dialects})
     if dialect is not None:
-        return render_table(catalogs, compute_outcomes(dialect, catalogs), dialect)
-    dialects = available_dialects()
+        return render_table(catalogs, compute_outcomes(dialect, catalogs), dialect) + "\n" + outputs
     primary, rest = dialects[0], dialects[1:]
     return render_table(
         catalogs,
         compute_outcomes(primary, catalogs),
         primary,
         {d: compute_outcomes(d, catalogs) for d in rest},
-    )
+    ) + "\n" + outputs
 
 
 def write_doc(table: str, doc: Path = COMPAT_DOC) -> None:

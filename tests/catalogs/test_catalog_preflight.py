@@ -72,9 +72,10 @@ def test_catalog_fixture_shape(doc: dict[str, Any]):
     names = [t["name"] for t in doc["tools"]]
     assert len(names) == len(set(names)), "duplicate tool names"
     for tool in doc["tools"]:
-        assert set(tool) == {"name", "inputSchema"}, tool.get("name")
+        assert set(tool) in ({"name", "inputSchema"}, {"name", "inputSchema", "outputSchema"}), tool.get("name")
         assert isinstance(tool["name"], str) and tool["name"]
         assert isinstance(tool["inputSchema"], dict)
+        assert isinstance(tool.get("outputSchema", {}), dict)
     # Stored exactly as the capture script writes it (stable diffs on re-capture).
     text = (CATALOG_DIR / f"{doc['server']}.json").read_text(encoding="utf-8")
     assert text == json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
