@@ -14,7 +14,7 @@ from urllib.parse import unquote
 
 from .errors import EXECUTION_FAILURE, UNSUPPORTED, VALIDATION, InputSchemaError, pointer
 from .failures import Invalid
-from .json_values import NotJson, check_json, describe
+from .json_values import NotJson, check_json, describe, resolve_pointer
 from .keywords import CONTRACT, EXTENDED
 from .table import KEYWORDS, VENDOR, VENDOR_PREFIX, Keyword
 from .fastpath import Unknown, generate
@@ -205,18 +205,10 @@ class Compiler:
                     f"in {draft} a $ref ignores its sibling keywords ({', '.join(siblings)}); "
                     "enforcing or dropping them would both change the schema's meaning"
                 )
-        tokens: list[str | int] = []
-        target = self.document
-        for raw in fragment.split("/")[1:] if fragment else ():
-            token = raw.replace("~1", "/").replace("~0", "~")
-            if isinstance(target, Mapping) and token in target:
-                target = target[token]
-            elif type(target) is list and token.isdigit() and int(token) < len(target):
-                target = target[int(token)]
-            else:
-                raise site.malformed(f"the $ref {describe(reference)} does not resolve inside this schema")
-            tokens.append(token)
-        key = tuple(tokens)
+        found = resolve_pointer(self.document, reference)
+        if found is None:
+            raise site.malformed(f"the $ref {describe(reference)} does not resolve inside this schema")
+        target, key = found
         self.ref_targets[site.tokens] = (key, target)
         holder = self.open_cells[-1]
         if self.descents == holder.baseline:

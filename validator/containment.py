@@ -30,12 +30,11 @@ from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any, Mapping
-from urllib.parse import unquote
 
 from .compiler import Compiler
 from .compiler import compile as _compile
 from .errors import EXECUTION_FAILURE, InputSchemaError, pointer
-from .json_values import describe, equality_key
+from .json_values import describe, equality_key, resolve_pointer, type_name
 from .keywords import EXTENDED
 from .patterns import PatternError, PatternTimeout, compile_pattern
 
@@ -133,19 +132,6 @@ def _intersect_types(a: frozenset | None, b: frozenset) -> frozenset:
         elif (t == "number" and "integer" in b) or (t == "integer" and "number" in b):
             out.add("integer")
     return frozenset(out)
-
-
-def _type_of(value: Any) -> str:
-    t = type(value)
-    if t is bool:
-        return "boolean"
-    if value is None:
-        return "null"
-    if t is int:
-        return "integer"
-    if t is float:
-        return "integer" if value.is_integer() else "number"
-    return {str: "string", list: "array", dict: "object"}[t]
 
 
 def _shown_types(types: frozenset) -> str:
@@ -279,21 +265,7 @@ class _Prover:
     # --- identity --------------------------------------------------------------------------
 
     def resolve(self, root: Any, reference: str) -> tuple[Any, tuple] | None:
-        target: Any = root
-        tokens: list = []
-        fragment = unquote(reference[1:]) if reference.startswith("#") else None
-        if fragment is None:
-            return None
-        for raw in fragment.split("/")[1:] if fragment else ():
-            token = raw.replace("~1", "/").replace("~0", "~")
-            if isinstance(target, Mapping) and token in target:
-                target = target[token]
-            elif type(target) is list and token.isdigit() and int(token) < len(target):
-                target = target[int(token)]
-            else:
-                return None
-            tokens.append(token)
-        return target, tuple(tokens)
+        return resolve_pointer(root, reference)
 
     def same(self, old: Any, new: Any, seen: set | None = None) -> bool:
         """Equal as JSON, and every $ref inside resolves to equal subtrees in both documents."""
@@ -395,7 +367,7 @@ class _Prover:
         if f.types is not None and not f.types:
             f.empty = True
         if finite_from is None and f.types is not None and f.types <= {"boolean", "null"}:
-            finite_from = ([v for v in (True, False, None) if _type_of(v) in f.types], f.type_at or ())
+            finite_from = ([v for v in (True, False, None) if type_name(v) in f.types], f.type_at or ())
         if finite_from is not None:
             f.finite = finite_from
         return f

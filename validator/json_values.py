@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from typing import Any
+from urllib.parse import unquote
 
 # Containers nested deeper than this are refused instead of risking RecursionError
 # in the keyword closures or the equality keys below (Python's default limit is 1000 frames).
@@ -100,6 +102,25 @@ def equality_key(value: Any) -> Any:
     if t is list:
         return (list, tuple(equality_key(v) for v in value))
     return (dict, frozenset((k, equality_key(v)) for k, v in value.items()))
+
+
+def resolve_pointer(document: Any, reference: str) -> tuple[Any, tuple[str, ...]] | None:
+    """A local reference ("#" or "#" + a percent-encoded JSON Pointer) in `document`: (target, tokens), or None."""
+    if not reference.startswith("#"):
+        return None
+    fragment = unquote(reference[1:])
+    target: Any = document
+    tokens: list[str] = []
+    for raw in fragment.split("/")[1:] if fragment else ():
+        token = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(target, Mapping) and token in target:
+            target = target[token]
+        elif type(target) is list and token.isdigit() and int(token) < len(target):
+            target = target[int(token)]
+        else:
+            return None
+        tokens.append(token)
+    return target, tuple(tokens)
 
 
 def json_equal(a: Any, b: Any) -> bool:

@@ -22,6 +22,7 @@ from typing import Any
 
 from validator import InputSchemaError
 from validator.errors import pointer
+from validator.json_values import resolve_pointer
 
 from proxy.core.jsonrpc import fold
 
@@ -51,15 +52,8 @@ def compile_shadow_check(schema: Any) -> Check | None:
 
 
 def _resolve(ref: Any, root: dict[str, Any]) -> Any:
-    if not isinstance(ref, str) or not ref.startswith("#"):
-        return None
-    target: Any = root
-    for token in filter(None, ref[1:].split("/")):
-        token = token.replace("~1", "/").replace("~0", "~")
-        if not isinstance(target, dict) or token not in target:
-            return None
-        target = target[token]
-    return target
+    found = resolve_pointer(root, ref) if isinstance(ref, str) else None
+    return found[0] if found is not None else None
 
 
 def _expand(schemas: list[Any], root: dict[str, Any], depth: int) -> list[dict[str, Any]]:

@@ -35,15 +35,13 @@ StreamPair = tuple[ReadStream, WriteStream]
 class WatchedReader:
     """A read stream that shows each message to ``watch`` (an async callable) before passing it on.
 
-    The HTTP side uses it to learn from traffic without touching it: the
-    negotiated protocol version for header stamping, the client's requests for
-    stream routing.
+    The Streamable HTTP upstream uses it to learn from traffic without
+    touching it: the negotiated protocol version for header stamping.
     """
 
-    def __init__(self, inner: ReadStream, watch: Callable[[Any], Awaitable[None]], *, whole: bool = False) -> None:
+    def __init__(self, inner: ReadStream, watch: Callable[[Any], Awaitable[None]]) -> None:
         self._inner = inner
         self._watch = watch
-        self._whole = whole  # show the SessionMessage (with its metadata), not only the JSON-RPC message
 
     def __aiter__(self) -> WatchedReader:
         return self
@@ -51,7 +49,7 @@ class WatchedReader:
     async def receive(self) -> SessionMessage | Exception:
         item = await self._inner.receive()
         if isinstance(item, SessionMessage):
-            await self._watch(item if self._whole else item.message)
+            await self._watch(item.message)
         return item
 
     async def __anext__(self) -> SessionMessage | Exception:

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 from pathlib import Path
 
 import anyio
 import pytest
 
-from tests.proxy.conftest import calls, raw_proxy, records
+from tests.proxy.conftest import ROOT, calls, environment, proxy_command, raw_proxy, records
 
 
 def is_reply_to(request_id):
@@ -125,11 +126,6 @@ async def test_a_request_method_sent_as_a_notification_is_dropped_and_audited(re
 
 
 def test_a_stdin_of_dev_null_ends_cleanly_without_a_traceback(record: Path) -> None:
-    import subprocess
-    import sys
-
-    from tests.proxy.conftest import ROOT, environment, proxy_command
-
     with open(os.devnull, "rb") as devnull:
         done = subprocess.run(proxy_command(), stdin=devnull, capture_output=True, env=environment(record),
                               cwd=ROOT, timeout=30)

@@ -27,8 +27,6 @@ from __future__ import annotations
 import json
 import re
 import os
-import shutil
-import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -36,33 +34,13 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import pytest
 
 import validator
-from tests.catalogs.catalog_support import load_script
+from tests.support import servers
 from tests.proxy.conftest import ROOT, RawSession, _drain_stderr
 
-capture = load_script("capture_catalog")
 MODES = ("off", "warn", "strict")
 TIMEOUT = 90.0
-
-
-def _skip(reason: str) -> None:
-    print(f"SKIPPED real-server output test: {reason}", file=sys.stderr)
-    pytest.skip(reason)
-
-
-def _launch(name: str, workdir: Path) -> Any:
-    entry = capture.server_entry(name)
-    if entry["registry"] == "npm" and shutil.which("node") is None:
-        _skip("node is not installed")
-    if not capture.is_installed(entry) and entry["registry"] == "npm" and shutil.which("npm") is None:
-        _skip("npm is not installed")
-    workdir.mkdir(parents=True, exist_ok=True)
-    try:
-        return capture.launch_spec(name, workdir, install=True)
-    except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
-        _skip(f"could not install {entry['package']}@{entry['version']} (registry unreachable?): {exc}")
 
 
 class Session(RawSession):
@@ -173,7 +151,7 @@ async def check_server(launch: Any, tmp_path: Path, plan: list[tuple[str, dict]]
 
 
 async def test_filesystem_server_results_pass_unchanged(tmp_path: Path) -> None:
-    launch = _launch("server-filesystem", tmp_path / "work")
+    launch = servers.launch("server-filesystem", tmp_path / "work")
     root = Path(launch.cwd)
     (root / "note.txt").write_text("hello from a real server\n")
     (root / "sub").mkdir()
@@ -195,7 +173,7 @@ async def test_filesystem_server_results_pass_unchanged(tmp_path: Path) -> None:
 
 
 async def test_everything_server_structured_content_passes_unchanged(tmp_path: Path) -> None:
-    launch = _launch("server-everything", tmp_path / "work")
+    launch = servers.launch("server-everything", tmp_path / "work")
     plan = [("get-structured-content", {"location": city}) for city in ("New York", "Chicago", "Los Angeles")]
     direct = await check_server(launch, tmp_path, plan)
     assert direct[0]["structuredContent"] == {"temperature": 33, "conditions": "Cloudy", "humidity": 82}
@@ -211,7 +189,7 @@ def _without_datetimes(result: dict) -> dict:
 
 async def test_time_server_results_pass_unchanged_under_extended(tmp_path: Path) -> None:
     """mcp-server-time 2026.10.19 declares an outputSchema for both tools (pydantic: `title`, `$defs`/`$ref`)."""
-    launch = _launch("mcp-server-time", tmp_path / "work")
+    launch = servers.launch("mcp-server-time", tmp_path / "work")
     plan = [
         ("get_current_time", {"timezone": "UTC"}),
         ("convert_time", {"source_timezone": "Europe/Paris", "time": "14:00", "target_timezone": "Asia/Tokyo"}),

@@ -36,34 +36,13 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import pytest
 from mcp import Client
 from mcp.client.stdio import stdio_client
 
-from tests.catalogs.catalog_support import load_script
+from tests.support import servers
 from tests.proxy.conftest import ROOT, params, proxy_command, refusal
 
 TEE = str(Path(__file__).with_name("tee_upstream.py"))
-capture = load_script("capture_catalog")
-
-
-def _skip(reason: str) -> None:
-    print(f"SKIPPED real-server test: {reason}", file=sys.stderr)
-    pytest.skip(reason)
-
-
-def _launch(name: str, workdir: Path) -> Any:
-    """The manifest's launch of ``name`` in ``workdir``, installing it into .cache/ first if needed."""
-    entry = capture.server_entry(name)
-    if entry["registry"] == "npm" and shutil.which("node") is None:
-        _skip("node is not installed")
-    if not capture.is_installed(entry) and entry["registry"] == "npm" and shutil.which("npm") is None:
-        _skip("npm is not installed")
-    workdir.mkdir(parents=True, exist_ok=True)
-    try:
-        return capture.launch_spec(name, workdir, install=True)
-    except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
-        _skip(f"could not install {entry['package']}@{entry['version']} (registry unreachable?): {exc}")
 
 
 async def _tools(client: Client) -> list[dict]:
@@ -112,7 +91,7 @@ def _refused(result: Any, keyword: str, instance_path: str) -> None:
 
 
 async def test_memory_server_behind_the_proxy(tmp_path: Path) -> None:
-    launch = _launch("server-memory", tmp_path / "work")
+    launch = servers.launch("server-memory", tmp_path / "work")
     memory_file = Path(launch.env["MEMORY_FILE_PATH"])
     ada = {"name": "Ada", "entityType": "person", "observations": ["wrote the first program"]}
     async with gated(launch, tmp_path) as (direct, gate):
@@ -142,7 +121,7 @@ async def test_memory_server_behind_the_proxy(tmp_path: Path) -> None:
 
 
 async def test_everything_server_behind_the_proxy(tmp_path: Path) -> None:
-    launch = _launch("server-everything", tmp_path / "work")
+    launch = servers.launch("server-everything", tmp_path / "work")
     progress: list[float] = []
 
     async def on_progress(value: float, total: float | None, message: str | None) -> None:
@@ -179,7 +158,7 @@ async def test_everything_server_behind_the_proxy(tmp_path: Path) -> None:
 
 
 async def test_time_server_extended_dialect_behind_the_proxy(tmp_path: Path) -> None:
-    launch = _launch("mcp-server-time", tmp_path / "work")
+    launch = servers.launch("mcp-server-time", tmp_path / "work")
     async with gated(launch, tmp_path, "--dialect", "extended") as (direct, gate):
         assert sorted(t["name"] for t in direct) == ["convert_time", "get_current_time"]
         assert await _tools(gate.client) == direct
@@ -215,8 +194,8 @@ def _branches(repo: Path) -> set[str]:
 
 async def test_git_server_extended_dialect_behind_the_proxy(tmp_path: Path) -> None:
     if shutil.which("git") is None:
-        _skip("git is not installed")
-    launch = _launch("mcp-server-git", tmp_path / "work")
+        servers.skip("git is not installed")
+    launch = servers.launch("mcp-server-git", tmp_path / "work")
     repo = Path(launch.cwd) / "repo"  # made by launch_spec for the manifest's {git_repo}
     assert (repo / ".git").is_dir()
     async with gated(launch, tmp_path, "--dialect", "extended") as (direct, gate):

@@ -8,7 +8,7 @@ import pytest
 
 from proxy.core.catalog import Catalog
 from proxy.core.gate import Gate
-from tests.proxy.conftest import calls, raw_proxy
+from tests.proxy.conftest import raw_proxy
 
 SCHEMA = {"type": "object", "properties": {
     "path": {"type": "string", "pattern": "^/safe/"},

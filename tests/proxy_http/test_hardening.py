@@ -90,18 +90,20 @@ def test_listening_beyond_loopback_needs_a_token_or_an_explicit_opt_out(record: 
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
 
 
-async def test_allow_unauthenticated_starts_on_a_wildcard_address(record: Path) -> None:
-    async with http_gate(record, "http", None) as _:
-        pass  # loopback: no flag needed
-    command = [sys.executable, "-m", "proxy", "--listen", "http://0.0.0.0:0", "--allow-unauthenticated",
-               "--", *upstream_command()]
+def first_stderr_line(record: Path, *options: str) -> str:
+    """Start the gate with `options` in front of the test server; its first stderr line (then stop it)."""
+    command = [sys.executable, "-m", "proxy", *options, "--", *upstream_command()]
     process = subprocess.Popen(command, stderr=subprocess.PIPE, cwd=ROOT, env=environment(record))
     try:
-        line = process.stderr.readline().decode()
-        assert "listening on http://0.0.0.0:" in line, line
+        return process.stderr.readline().decode()
     finally:
         process.terminate()
         process.wait(timeout=15)
+
+
+def test_allow_unauthenticated_starts_on_a_wildcard_address(record: Path) -> None:
+    line = first_stderr_line(record, "--listen", "http://0.0.0.0:0", "--allow-unauthenticated")
+    assert "listening on http://0.0.0.0:" in line, line
 
 
 async def test_a_connection_that_sends_no_headers_is_closed_after_the_header_timeout(record: Path) -> None:
@@ -147,12 +149,6 @@ async def test_a_slow_call_gets_its_headers_within_a_second_and_then_its_reply(r
 
 
 @pytest.mark.parametrize("value", ["http://127.0.0.1:0/mcp", "http://127.0.0.1:0/"])
-async def test_listen_takes_the_form_the_gate_prints(record: Path, value: str) -> None:
-    command = [sys.executable, "-m", "proxy", "--listen", value, "--", *upstream_command()]
-    process = subprocess.Popen(command, stderr=subprocess.PIPE, cwd=ROOT, env=environment(record))
-    try:
-        line = process.stderr.readline().decode()
-        assert "listening on http://127.0.0.1:" in line, line
-    finally:
-        process.terminate()
-        process.wait(timeout=15)
+def test_listen_takes_the_form_the_gate_prints(record: Path, value: str) -> None:
+    line = first_stderr_line(record, "--listen", value)
+    assert "listening on http://127.0.0.1:" in line, line
