@@ -251,3 +251,44 @@ def test_the_sessionless_path_is_listed_in_help() -> None:
     out = subprocess.run([sys.executable, "-m", "proxy", "--help"], capture_output=True, text=True, check=True).stdout
     assert "--upstream-pool" in out and "--forward-header" in out and "--catalog-ttl" in out
     assert "sessionless 2026-07-28" in out
+
+
+async def test_an_upstream_pool_shares_n_stdio_children_among_all_clients(record: Path) -> None:
+    """--upstream-pool 2: two children, whatever the number of clients; concurrent calls spread over both."""
+    with anyio.fail_after(90):
+        async with gate_in_front_of(record, "stdio", "--upstream-pool", "2") as (url, _, _):
+            replies: list[Any] = []
+
+            async def slow_call(n: int) -> None:
+                reply = await post_fresh(url, *request(1, "tools/call", {"name": "slow", "arguments": {"steps": 3}}))
+                replies.append(answer_messages(reply)[-1])
+
+            async with anyio.create_task_group() as tg:
+                for n in range(6):
+                    tg.start_soon(slow_call, n)
+            assert [r["result"]["content"][0]["text"] for r in replies] == ["slow done after 3 steps"] * 6
+    assert len({start["pid"] for start in records(record, "start")}) == 2
+    assert len([c for c in calls(record) if c["name"] == "slow"]) == 6
+
+
+@pytest.mark.parametrize("ttl", [None, "0.5"])
+async def test_catalog_ttl_relists_a_server_that_changes_its_tools_without_saying_so(
+        record: Path, ttl: str | None) -> None:
+    """Without subscriptions/listen a 2026-07-28 server's changes are silent; --catalog-ttl bounds how long
+    the gate keeps checking calls against the old schema."""
+    options = ("--catalog-ttl", ttl) if ttl else ()
+    with anyio.fail_after(60):
+        async with gate_in_front_of(record, "stdio", *options) as (url, _, _):
+            async def mutable(x: Any) -> dict:
+                reply = await post_fresh(url, *request(1, "tools/call", {"name": "mutable", "arguments": {"x": x}}))
+                return answer_messages(reply)[-1]["result"]
+
+            assert not (await mutable(1))["isError"]
+            await post_fresh(url, *request(2, "tools/call", {"name": "flip", "arguments": {}}))
+            await anyio.sleep(1.0)
+            as_string = await mutable("one")
+            as_integer = await mutable(2)
+    if ttl:  # relisted: the new schema (x a string) is enforced
+        assert not as_string["isError"] and as_integer["isError"]
+    else:  # the old schema still holds, as documented: a refusal, never an unchecked call
+        assert as_string["isError"] and not as_integer["isError"]

@@ -18,7 +18,6 @@ import pytest
 from tests.proxy.conftest import calls, records
 from tests.proxy_http.conftest import (
     answer_messages,
-    client_for,
     http_gate,
     http_upstream,
     raw_client,
