@@ -70,9 +70,10 @@ TRANSPORTS_HELP = """\
 transports (any listening side with any upstream):
   --listen stdio               serve one client on stdin/stdout (the default)
   --listen sse://HOST:PORT     legacy HTTP+SSE: GET /sse, POST /messages/?session_id=...
-  --listen http://HOST:PORT    Streamable HTTP at /mcp (2025-11-25 and older; a 2026-07-28
-                               client is declined with -32022 and falls back to initialize)
+  --listen http://HOST:PORT    Streamable HTTP at /mcp: sessions (the initialize handshake), and
+                               sessionless 2026-07-28 requests, each answered on its own
   -- COMMAND [ARGS...]         upstream: a stdio server, one child process per client session
+                               (sessionless requests share one, or --upstream-pool N)
   --upstream URL               upstream: an SSE or Streamable HTTP server, one upstream session
                                per client session; the transport is SSE when the URL path ends
                                in /sse, Streamable HTTP otherwise (--upstream-transport overrides)
@@ -155,6 +156,16 @@ def _serve_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--header-timeout", type=float, default=10.0, metavar="SECONDS",
                        help="HTTP listening: close a connection whose request headers have not arrived within "
                        "this long, and an idle keep-alive connection after 5 s (default 10)")
+    group.add_argument("--upstream-pool", type=int, default=1, metavar="N",
+                       help="sessionless 2026-07-28 requests in front of a stdio server: share N children "
+                       "among all clients, each request to the least busy (default 1; sessions always get their own)")
+    group.add_argument("--forward-header", action="append", default=[], metavar="NAME",
+                       help="pass the client's header NAME (e.g. Authorization, X-Tenant) on to an HTTP upstream "
+                       "(repeatable). Sessionless requests with different values get separate upstream "
+                       "connections and tool catalogs; not with --auth-token for the same header")
+    group.add_argument("--catalog-ttl", type=float, default=0.0, metavar="SECONDS",
+                       help="relist the upstream's tools before a call once the catalog is this old (default 0: "
+                       "only when the server announces a change or an unknown tool is called)")
     group.add_argument("--allow-host", action="append", default=[], metavar="HOST[:PORT|:*]",
                        help="HTTP listening: another accepted Host header (loopback names are always accepted)")
     group.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
@@ -336,7 +347,8 @@ def _serve(args: Any, command: list[str]) -> int:
     metrics, exporter = _metrics(args, listen)
     summary = open(os.devnull, "w") if args.quiet else sys.stderr  # noqa: SIM115 - lives as long as the gate
     settings = GateSettings(args.dialect, args.reject_as, audit, summary, drain_timeout=max(0.0, args.drain_timeout),
-                            operator=_operator(args), check_output=args.check_output, metrics=metrics)
+                            operator=_operator(args), check_output=args.check_output, metrics=metrics,
+                            catalog_ttl=args.catalog_ttl if args.catalog_ttl > 0 else None)
     serve = load(LISTENERS["stdio" if listen is None else listen.kind])
     try:
         return anyio.run(run_until_signal, lambda stop: serve(listen, spec, settings, stop))

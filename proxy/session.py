@@ -86,6 +86,7 @@ class GateSettings:
     check_output: str = "warn"  # off | warn | strict (proxy/core/outputs.py)
     # One registry for the whole process (proxy/metrics.py); NO_METRICS when metrics are off.
     metrics: NoMetrics = NO_METRICS
+    catalog_ttl: float | None = None  # relist before a call once the catalog is this old (None: never by age)
     _outputs: OutputChecker | None = field(default=None, init=False, repr=False)
 
     @property
@@ -97,7 +98,8 @@ class GateSettings:
 
     def hooks(self) -> GuardHooks:
         return GuardHooks(Catalog(self.dialect, self.operator), Gate(self.reject_as), self.audit,
-                          summary=self.summary, outputs=self.outputs, metrics=self.metrics)
+                          summary=self.summary, outputs=self.outputs, metrics=self.metrics,
+                          catalog_ttl=self.catalog_ttl)
 
 
 def open_upstream(spec: UpstreamSpec, catalog: Catalog) -> AbstractAsyncContextManager[StreamPair]:

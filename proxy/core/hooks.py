@@ -42,8 +42,9 @@ UNKNOWN_REFRESH_INTERVAL = 2.0
 class GuardHooks:
     def __init__(self, catalog: Catalog, gate: Gate, audit: AuditLog | None = None,
                  summary: TextIO = sys.stderr, outputs: OutputChecker | None = None,
-                 metrics: NoMetrics = NO_METRICS) -> None:
+                 metrics: NoMetrics = NO_METRICS, catalog_ttl: float | None = None) -> None:
         self.catalog = catalog
+        self.catalog_ttl = catalog_ttl
         self.gate = gate
         self.audit = audit
         self.outputs = outputs  # None: --check-output off
@@ -104,7 +105,7 @@ class GuardHooks:
     async def _on_call(self, relay: Relay, request: types.JSONRPCRequest) -> bool:
         if self.metrics.enabled and (flight := relay.request(request.id)) is not None:
             flight.seen = time.perf_counter()
-        if self.catalog.built.is_set() and self._stale is None:
+        if self.catalog.built.is_set() and self._stale is None and not self._expired():
             rejection = self._check(request.params)
             if rejection is None or rejection.kind != "unknown_tool":
                 return await self._finish(relay, request, rejection)
@@ -130,6 +131,8 @@ class GuardHooks:
         if not self.catalog.built.is_set():
             self._start_build(relay)
             await self.catalog.built.wait()
+        if self._expired():
+            await self.refresh(relay)
         stale = self._stale
         if stale is not None:
             with anyio.move_on_after(STALE_WAIT):
@@ -150,6 +153,11 @@ class GuardHooks:
                 await self.refresh(relay)
                 rejection = self._check(request.params)
         return rejection
+
+    def _expired(self) -> bool:
+        """The catalog is older than --catalog-ttl (a server that never announces changes may still make them)."""
+        ttl = self.catalog_ttl
+        return ttl is not None and anyio.current_time() - self._last_listed >= ttl
 
     def _check(self, params: Any) -> Rejection | None:
         if not self.metrics.enabled:

@@ -126,6 +126,10 @@ class Relay:
         self.client_gone = False
         self.end_reason: str | None = None  # why the session ended, when the client did not simply leave
 
+    @property
+    def hooks(self) -> Hooks | None:
+        return self._hooks
+
     # ---- services for hooks -------------------------------------------------
 
     def spawn(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:

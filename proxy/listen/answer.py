@@ -168,6 +168,12 @@ class Answer:
                 await self._write(b": waiting for the reply\r\n\r\n")
             await anyio.sleep(KEEPALIVE)
 
+    async def start_stream(self) -> None:
+        """Answer with an SSE stream now, before any event (a stream that is the answer, like subscriptions/listen)."""
+        async with self._lock:
+            if not (self.streaming or self.passing or self.finished):
+                await self._start()
+
     async def event(self, data: bytes) -> bool:
         """Write one message of the call on its POST; False when the answer is already complete."""
         async with self._lock:

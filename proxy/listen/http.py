@@ -17,10 +17,11 @@ refusal is an HTTP status with a JSON-RPC error body (the request's id where
 the body has one), so any MCP client can show it. uvicorn runs with a
 connection cap and a header deadline (`_H11Protocol`).
 
-2026-07-28 (the stateless protocol) is declined on this side: a request whose
-MCP-Protocol-Version header is not a handshake-era version gets HTTP 400 with
-JSON-RPC -32022 naming the supported versions, which the SDK's auto-mode
-client answers by falling back to the initialize handshake.
+Streamable HTTP serves both eras at /mcp, routed as the SDK's session manager
+routes them: a request whose MCP-Protocol-Version header names a version past
+the handshake era, without an Mcp-Session-Id, is sessionless 2026-07-28 and
+answered on its own (proxy/listen/sessionless.py); everything else is session
+traffic.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from proxy.core.jsonrpc import wire_problem
 from proxy.listen.answer import RESUMABLE_SINCE, SCOPE_KEY, Answer, Streams
 from proxy.listen.router import StreamRouter
+from proxy.listen.sessionless import Sessionless
 from proxy.session import GateSettings, UpstreamSpec, run_session
 
 logger = logging.getLogger("mcp-schema-gate")
@@ -86,6 +88,10 @@ class ListenSettings:
     allowed_origins: list[str] = field(default_factory=list)
     max_connections: int = 1000
     header_timeout: float | None = 10.0
+    # The sessionless path (proxy/listen/sessionless.py): stdio children shared per key, and the
+    # client headers passed on to the upstream (each distinct value set gets its own upstream and catalog).
+    upstream_pool: int = 1
+    forward_headers: tuple[str, ...] = ()
 
     def security(self) -> TransportSecuritySettings:
         hosts = {*LOOPBACK_HOSTS, self.host if ":" not in self.host else f"[{self.host}]"}
@@ -151,6 +157,14 @@ def listen_settings(args: Any, token: str | None) -> ListenSettings | None:
     listen.json_response = args.json_response
     listen.allowed_hosts = list(args.allow_host)
     listen.allowed_origins = list(args.allow_origin)
+    listen.upstream_pool = max(1, args.upstream_pool)
+    forwarded = tuple(dict.fromkeys(name.strip().lower() for name in args.forward_header))
+    if token and "authorization" in forwarded:
+        raise ValueError("--forward-header Authorization with --auth-token: the client's Authorization header "
+                         "carries the gate's token; forward another header, or drop --auth-token")
+    if any(not name or ":" in name for name in forwarded):
+        raise ValueError("--forward-header takes a header name (e.g. X-Tenant), not 'NAME: VALUE'")
+    listen.forward_headers = forwarded
     return listen
 
 
@@ -181,6 +195,9 @@ class GateApp:
         self.streams: dict[str, Streams] = {}  # each session's resumable answer streams
         self.session_scopes: dict[str, anyio.CancelScope] = {}
         self.sse_sessions = 0
+        self.sessionless = Sessionless(spec, settings, task_group, stop, pool=listen.upstream_pool,
+                                       forward_headers=listen.forward_headers, idle_timeout=listen.idle_timeout,
+                                       max_upstreams=listen.max_sessions)
 
     def _full(self) -> Response | None:
         if len(self.sessions) + self.sse_sessions < self.listen.max_sessions:
@@ -285,12 +302,8 @@ class GateApp:
         headers = Headers(scope=scope)
         session_id = headers.get(MCP_SESSION_ID_HEADER)
         version = headers.get(MCP_PROTOCOL_VERSION_HEADER)
-        if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
-            supported = list(HANDSHAKE_PROTOCOL_VERSIONS)
-            return await refusal(
-                400, f"Unsupported protocol version {version!r}: this gate serves the initialize handshake "
-                f"({', '.join(supported)})", types.UNSUPPORTED_PROTOCOL_VERSION,
-                {"supported": supported, "requested": version})(scope, receive, send)
+        if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS and session_id is None:
+            return await self.sessionless.handle(scope, receive, send)
         if scope["method"] == "GET" and (last_event_id := headers.get("last-event-id")) is not None:
             return await self._resume(session_id, last_event_id, scope, receive, send)
         if session_id is not None:

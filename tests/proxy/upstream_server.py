@@ -36,6 +36,15 @@ OUTPUTS = os.environ.get("UPSTREAM_OUTPUTS") == "1"
 SHAPE = {"type": "object", "properties": {"total": {"type": "integer", "minimum": 0}}, "required": ["total"],
          "additionalProperties": False}
 OPAQUE = {"type": "object", "unevaluatedProperties": False}  # outside both dialects
+# 1: list a `tenant` tool whose schema depends on the request's Authorization header (a per-tenant catalog).
+TENANT_TOOLS = os.environ.get("UPSTREAM_TENANT_TOOLS") == "1"
+TENANT_SCHEMAS = {"Bearer alpha": {"type": "integer"}, "Bearer beta": {"type": "string"}}
+
+
+def authorization(ctx) -> str | None:
+    """The HTTP request's Authorization header (the SDK hands handlers the starlette Request), None on stdio."""
+    request = getattr(ctx, "request", None)
+    return request.headers.get("authorization") if request is not None else None
 
 
 def record(entry: dict) -> None:
@@ -93,6 +102,8 @@ async def list_tools(ctx, params) -> types.ListToolsResult:
     if LIST_DELAY and STATE["mutable_revision"] != 1:
         await anyio.sleep(LIST_DELAY)
     listed = tools()
+    if TENANT_TOOLS and (schema := TENANT_SCHEMAS.get(authorization(ctx) or "")) is not None:
+        listed.append(types.Tool(name="tenant", description="test tool tenant", input_schema=obj({"x": schema}, ["x"])))
     if PAGE_SIZE <= 0:
         return types.ListToolsResult(tools=listed)
     start = int(params.cursor) if params is not None and params.cursor else 0
@@ -107,6 +118,8 @@ async def call_tool(ctx, params: types.CallToolRequestParams):
     modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
     if name == "echo":
         return text(args["text"])
+    if name == "tenant":
+        return text(f"tenant {authorization(ctx)} got {args['x']!r}")
     if name == "add":
         return text(str(args["a"] + args["b"]))
     if name == "mutable":

@@ -119,14 +119,13 @@ async def test_two_gates_chained_over_streamable_http(tmp_path: Path, record: Pa
 
 
 @pytest.mark.parametrize("upstream_kind", KINDS)
-@pytest.mark.parametrize("listen_kind", ["stdio", "sse"])
+@pytest.mark.parametrize("listen_kind", ["stdio", "sse", "http"])
 async def test_2026_07_28_works_end_to_end(record: Path, listen_kind: str, upstream_kind: str) -> None:
-    """The SDK Client's default (auto → 2026-07-28) through the stdio and SSE listeners.
+    """The SDK Client's default (auto → 2026-07-28) through every listener (Streamable HTTP: sessionless).
 
     Toward a Streamable HTTP upstream the gate stamps MCP-Protocol-Version, Mcp-Method,
     Mcp-Name and Mcp-Param-Region (from the tool's x-mcp-header annotation); the SDK
     server refuses a 2026-07-28 request whose headers are missing or disagree.
-    (Streamable HTTP listening declines 2026-07-28: see test_streams.)
     """
     async with AsyncExitStack() as stack:
         upstream = None

@@ -4,7 +4,6 @@
   (progress by its progressToken from a stdio upstream; by the upstream's own POST stream
   from a Streamable HTTP upstream), not to the GET stream;
 - a cancelled request's POST stream is released (ended with -32800) and its late answer dropped;
-- 2026-07-28 is declined with -32022, and the SDK's auto-mode client falls back to 2025-11-25.
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ import pytest
 from tests.proxy.conftest import calls, records
 from tests.proxy_http.conftest import (
     answer_messages,
-    client_for,
     http_gate,
     http_upstream,
     raw_client,
@@ -150,21 +148,6 @@ async def test_a_cancelled_request_releases_its_stream(record: Path, upstream_ki
             assert after[-1]["result"]["content"][0]["text"] == "x"
         assert wait_for_records(lambda: records(record, "cancelled"))
     assert [c["name"] for c in calls(record)] == ["slow", "echo"]
-
-
-async def test_2026_07_28_is_declined_and_the_auto_client_falls_back(record: Path) -> None:
-    async with http_gate(record, "http", None) as (url, _):
-        async with raw_client(**{"mcp-protocol-version": "2026-07-28"}) as http:
-            probe = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": {
-                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientCapabilities": {}}}}
-            reply = await http.post(url, content=json.dumps(probe))
-        assert reply.status_code == 400
-        error = reply.json()["error"]
-        assert error["code"] == -32022 and "2025-11-25" in error["data"]["supported"]
-        async with client_for("http", url, mode="auto") as client:
-            assert client.protocol_version == "2025-11-25"
-            assert (await client.call_tool("echo", {"text": "fell back"})).content[0].text == "fell back"
 
 
 @pytest.mark.parametrize("upstream_kind", ["stdio", "http"])

@@ -1,0 +1,301 @@
+"""The sessionless 2026-07-28 path of the Streamable HTTP listener: every POST answered on its own.
+
+At 2026-07-28 a request is a self-contained POST (its `_meta` envelope, the
+`MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers), with no
+handshake and no `Mcp-Session-Id`; the answer is one JSON body, or an SSE
+stream scoped to that request (proxy/listen/answer.py decides per call, and
+a `subscriptions/listen` answer is always a stream); a client cancels by
+closing it. Nothing ties one request to the next, so any replica of the
+gate can answer any request (docs/deploy.md).
+
+Requests are gated exactly as in a session: each goes through a shared
+`Relay` with its `GuardHooks` and `Catalog` (proxy/session.py:run_session
+assembles it, as for every session), whose one client is a `Multiplexer`
+(proxy/core/multiplex.py) that renames ids so that clients never meet. A
+shared relay is kept per upstream and per value of what is forwarded to it
+(`--upstream-header`, `--forward-header`): a server whose tool list depends
+on the caller's credentials gets one catalog per credential, keyed by a
+hash, never by the value, and never logged. `--upstream-pool N` runs N
+shared relays (N stdio children) per key, each request to the least busy.
+
+An upstream that does not speak 2026-07-28 answers `server/discover` with an
+error; the client is then told -32022 with the handshake-era versions, so it
+falls back to a session, as it does in front of any older server.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import anyio
+import anyio.abc
+import mcp_types as types
+from mcp.shared.inbound import (
+    ERROR_CODE_HTTP_STATUS,
+    InboundLadderRejection,
+    classify_inbound_request,
+    find_duplicated_routing_header,
+    validate_mcp_param_headers,
+)
+from mcp.shared.message import SessionMessage
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from pydantic import ValidationError
+from starlette.responses import Response
+
+from proxy.core.multiplex import Multiplexer, Reply
+from proxy.core.relay import Relay
+from proxy.listen.answer import Answer
+from proxy.session import GateSettings, UpstreamSpec, run_session
+
+logger = logging.getLogger("mcp-schema-gate")
+
+_JSON = "application/json"
+
+
+@dataclass
+class SharedUpstream:
+    """One upstream (a stdio child, or an HTTP client) and the relay every sessionless request shares."""
+
+    key: str
+    mux: Multiplexer = field(default_factory=Multiplexer)
+    relay: Relay | None = None
+    legacy: bool = False  # the upstream does not speak 2026-07-28: decline, clients fall back to sessions
+    ended: bool = False
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    last_used: float = 0.0
+
+    def bind(self, relay: Relay) -> None:
+        self.relay = relay
+        relay.answer_cancelled = True  # a withdrawn request's late answer is dropped, never sent on
+
+    @property
+    def opened(self) -> bool:
+        return self.relay is not None
+
+
+class Sessionless:
+    """The shared upstreams by key, and the handling of one sessionless POST."""
+
+    def __init__(self, spec: UpstreamSpec, settings: GateSettings, task_group: anyio.abc.TaskGroup,
+                 stop: anyio.Event, *, pool: int = 1, forward_headers: tuple[str, ...] = (),
+                 idle_timeout: float | None = None, max_upstreams: int = 100) -> None:
+        self.spec = spec
+        self.settings = settings
+        self._tg = task_group
+        self._stop = stop
+        self._pool = max(1, pool if spec.kind == "stdio" else 1)
+        self._forward = tuple(name.lower() for name in forward_headers)
+        self._idle_timeout = idle_timeout
+        self._max_upstreams = max_upstreams
+        self.upstreams: dict[str, list[SharedUpstream]] = {}
+        self._opening = anyio.Lock()
+
+    # ---- the shared upstreams ---------------------------------------------------------
+
+    def _key_and_spec(self, headers: Mapping[str, str]) -> tuple[str, UpstreamSpec]:
+        forwarded = {name: headers[name] for name in self._forward if name in headers}
+        digest = hashlib.sha256(json.dumps([self.spec.describe(), self.spec.headers or {}, forwarded],
+                                           sort_keys=True).encode()).hexdigest()[:16]
+        if not forwarded:
+            return digest, self.spec
+        return digest, replace(self.spec, headers={**(self.spec.headers or {}), **forwarded})
+
+    async def _shared(self, headers: Mapping[str, str]) -> SharedUpstream:
+        key, spec = self._key_and_spec(headers)
+        async with self._opening:
+            members = [member for member in self.upstreams.get(key, []) if not member.ended]
+            if len(members) < self._pool:
+                if len(self.upstreams) >= self._max_upstreams and key not in self.upstreams:
+                    self._evict_idlest()
+                member = SharedUpstream(key)
+                members.append(member)
+                await self._tg.start(self._run, member, spec)
+            self.upstreams[key] = members
+        member = min(members, key=lambda m: m.mux.open_exchanges)
+        member.last_used = anyio.current_time()
+        return member
+
+    async def _run(self, member: SharedUpstream, spec: UpstreamSpec, *,
+                   task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        try:
+            with member.scope:
+                async with anyio.create_task_group() as tg:
+                    if self._idle_timeout is not None:
+                        tg.start_soon(self._expire_when_idle, member)
+                    end = await run_session(member.mux.streams, spec, self.settings, stop=self._stop,
+                                            bind=member.bind)
+                    if end.reason and end.reason != "stopped":
+                        logger.warning("mcp-schema-gate: the shared upstream %s ended: %s", spec.describe(),
+                                       end.reason)
+                    tg.cancel_scope.cancel()
+        except Exception:
+            logger.exception("mcp-schema-gate: a shared upstream failed; the next request opens a new one")
+        finally:
+            member.ended = True
+
+    async def _expire_when_idle(self, member: SharedUpstream) -> None:
+        assert self._idle_timeout is not None
+        while True:
+            await anyio.sleep(self._idle_timeout / 4)
+            idle = anyio.current_time() - member.last_used
+            if member.mux.open_exchanges == 0 and idle >= self._idle_timeout:
+                logger.info("mcp-schema-gate: closing a shared upstream idle for %.0f s", idle)
+                member.ended = True
+                await member.mux.close()
+                return
+
+    def _evict_idlest(self) -> None:
+        candidates = [m for members in self.upstreams.values() for m in members if m.mux.open_exchanges == 0]
+        if candidates:
+            victim = min(candidates, key=lambda m: m.last_used)
+            victim.ended = True
+            victim.scope.cancel()
+
+    def _retire(self, member: SharedUpstream) -> None:
+        """An upstream that could not be opened: the next request tries a new one (the server may be back)."""
+        member.ended = True
+        member.scope.cancel()
+
+    # ---- one POST ---------------------------------------------------------------------
+
+    async def handle(self, scope: dict, receive: Any, send: Any) -> None:
+        """Answer one sessionless request (its body already passed the wire rule, and `receive` replays it)."""
+        if scope["method"] != "POST":
+            # No standing streams at 2026-07-28: server events come on subscriptions/listen.
+            return await Response(status_code=405, headers={"Allow": "POST"})(scope, receive, send)
+        chunks: list[bytes] = []
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        raw_headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
+        headers = {name.lower(): value for name, value in raw_headers}
+        accept = headers.get("accept", "")
+        try:
+            decoded = json.loads(body)
+        except (ValueError, RecursionError):
+            return await _reply(scope, receive, send, _error(None, types.PARSE_ERROR, "Parse error"))
+        if isinstance(decoded, dict) and "method" in decoded and "id" not in decoded:
+            # The core protocol has no client notifications on this wire (a client
+            # cancels by closing its POST); acknowledged and dropped, as the SDK does.
+            return await Response(status_code=202)(scope, receive, send)
+        try:
+            request = types.JSONRPCRequest.model_validate(decoded)
+        except ValidationError:
+            return await _reply(scope, receive, send, _error(
+                decoded.get("id") if isinstance(decoded, dict) else None, types.INVALID_REQUEST,
+                "Invalid request: a sessionless POST carries one JSON-RPC request (a client never sends "
+                "responses at 2026-07-28)"))
+        duplicated = find_duplicated_routing_header(raw_headers)
+        verdict = (InboundLadderRejection(types.HEADER_MISMATCH, f"{duplicated} header appears more than once")
+                   if duplicated is not None else classify_inbound_request(decoded, headers=headers))
+        if isinstance(verdict, InboundLadderRejection):
+            return await _reply(scope, receive, send, _error(request.id, verdict.code, verdict.message, verdict.data))
+        if request.method == "subscriptions/listen" and "text/event-stream" not in accept:
+            return await _reply(scope, receive, send, _error(
+                request.id, types.INVALID_REQUEST, "subscriptions/listen is answered with an event stream: "
+                "send 'Accept: application/json, text/event-stream'"), status=406)
+
+        member = await self._shared(headers)
+        if member.legacy:
+            return await _reply(scope, receive, send, _declined(request.id, verdict.protocol_version))
+        rejection = self._param_header_problem(member, request, headers)
+        if rejection is not None:
+            return await _reply(scope, receive, send, _error(request.id, rejection.code, rejection.message))
+
+        answer = Answer(send, None)
+        reply: Reply | None = None
+
+        async def on_event(message: SessionMessage) -> None:
+            data = message.message.model_dump_json(by_alias=True, exclude_unset=True).encode()
+            try:
+                await answer.event(data)
+            except OSError:
+                pass  # the client is gone; the disconnect watcher withdraws the request
+
+        async with anyio.create_task_group() as tg:
+
+            async def watch_disconnect() -> None:
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+                tg.cancel_scope.cancel()  # withdraws the request upstream (Multiplexer.exchange)
+
+            tg.start_soon(watch_disconnect)
+            if request.method == "subscriptions/listen":
+                await answer.start_stream()
+            tg.start_soon(answer.stream_when_slow)
+            reply = await member.mux.exchange(request, on_event)
+            tg.cancel_scope.cancel()
+        if reply is None:
+            return  # the client closed its POST: that was its cancellation
+        if not member.opened:
+            self._retire(member)
+        if request.method == "server/discover" and isinstance(reply, types.JSONRPCError) and (
+                reply.error.code != types.UNSUPPORTED_PROTOCOL_VERSION):
+            member.legacy = True
+            logger.info("mcp-schema-gate: the upstream answered server/discover with an error (%s); sessionless "
+                        "requests are declined so that clients fall back to sessions", reply.error.message)
+            reply = _declined(request.id, verdict.protocol_version)
+        await _answer(answer, reply)
+
+    def _param_header_problem(self, member: SharedUpstream, request: types.JSONRPCRequest,
+                              headers: Mapping[str, str]) -> InboundLadderRejection | None:
+        """A tools/call whose `Mcp-Param-*` headers disagree with its arguments is refused, as the SDK's server does.
+
+        Headers that a load balancer in front of the gate may route on must say
+        what the body says; the upstream gets headers the gate stamps afresh
+        from the body (proxy/upstream/streamable_http.py), never the client's.
+        """
+        params = request.params if isinstance(request.params, dict) else {}
+        if request.method != "tools/call" or member.relay is None or not isinstance(params.get("name"), str):
+            return None
+        arguments = params.get("arguments")
+        if arguments is not None and not isinstance(arguments, dict):
+            return None  # the gate refuses it on its own terms
+        catalog = getattr(member.relay.hooks, "catalog", None)
+        entry = catalog.get(params["name"]) if catalog is not None else None
+        if entry is None or not isinstance(entry.input_schema, dict):
+            return None
+        return validate_mcp_param_headers(entry.input_schema, arguments or {}, headers)
+
+
+def _error(request_id: Any, code: int, message: str, data: Any = None) -> types.JSONRPCError:
+    error = types.ErrorData(code=code, message=message) if data is None else types.ErrorData(
+        code=code, message=message, data=data)
+    return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error)
+
+
+def _declined(request_id: Any, requested: str) -> types.JSONRPCError:
+    supported = list(HANDSHAKE_PROTOCOL_VERSIONS)
+    return _error(request_id, types.UNSUPPORTED_PROTOCOL_VERSION,
+                  f"Unsupported protocol version {requested!r}: the upstream server behind this gate speaks the "
+                  f"initialize handshake ({', '.join(supported)}); connect with a session",
+                  {"supported": supported, "requested": requested})
+
+
+def _status(reply: Reply) -> int:
+    return ERROR_CODE_HTTP_STATUS.get(reply.error.code, 200) if isinstance(reply, types.JSONRPCError) else 200
+
+
+async def _reply(scope: dict, receive: Any, send: Any, reply: Reply, status: int | None = None) -> None:
+    body = reply.model_dump_json(by_alias=True, exclude_unset=True)
+    await Response(body, status_code=status or _status(reply), media_type=_JSON)(scope, receive, send)
+
+
+async def _answer(answer: Answer, reply: Reply) -> None:
+    """The reply through the POST's `Answer`: a JSON body, or the last event of its stream."""
+    body = reply.model_dump_json(by_alias=True, exclude_unset=True).encode()
+    await answer.send({"type": "http.response.start", "status": _status(reply),
+                       "headers": [(b"content-type", b"application/json"),
+                                   (b"content-length", str(len(body)).encode())]})
+    await answer.send({"type": "http.response.body", "body": body, "more_body": False})

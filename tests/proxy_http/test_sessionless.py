@@ -1,0 +1,294 @@
+"""The Streamable HTTP listener's sessionless 2026-07-28 path (proxy/listen/sessionless.py), with real processes.
+
+The SDK's Client in its default mode negotiates 2026-07-28 through the gate
+(no fallback) in front of a Streamable HTTP upstream and a stdio upstream;
+raw POSTs, each on a fresh connection and with no request before them, are
+gated like any session's; clients that reuse one another's ids never see
+each other's answers; clients with different forwarded credentials are each
+checked against the catalog their own credential lists.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import Client
+
+from tests.proxy.conftest import calls, environment, params, records, upstream_command
+from tests.proxy_http.conftest import answer_messages, client_for, http_gate, http_upstream, raw_client
+
+VERSION = "2026-07-28"
+ENVELOPE = {"io.modelcontextprotocol/protocolVersion": VERSION,
+            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+            "io.modelcontextprotocol/clientCapabilities": {}}
+UPSTREAMS = ["http", "stdio"]
+
+
+@asynccontextmanager
+async def gate_in_front_of(record: Path, upstream_kind: str, *options: str, **env: str):
+    """(gate URL, gate Proc, direct target): the gate's HTTP listener before the recording server."""
+    async with AsyncExitStack() as stack:
+        upstream = None
+        if upstream_kind == "http":
+            upstream = f"{await stack.enter_async_context(http_upstream(record, **env))}/mcp"
+        url, proc = await stack.enter_async_context(http_gate(record, "http", upstream, *options, **env))
+        yield url, proc, upstream
+
+
+@asynccontextmanager
+async def direct_client(record: Path, upstream: str | None, **env: str):
+    if upstream is None:
+        async with Client(params(upstream_command(), environment(record, **env)), cache=None) as client:
+            yield client
+    else:
+        async with client_for("http", upstream, mode="auto") as client:
+            yield client
+
+
+def listing(result: types.ListToolsResult) -> list[dict[str, Any]]:
+    return [tool.model_dump(by_alias=True, mode="json", exclude_none=True) for tool in result.tools]
+
+
+def request(request_id: Any, method: str, params: dict[str, Any] | None = None) -> tuple[dict, dict[str, str]]:
+    """A self-contained 2026-07-28 request: its body and the headers that must agree with it."""
+    body = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": {**(params or {}), "_meta": ENVELOPE}}
+    headers = {"mcp-protocol-version": VERSION, "mcp-method": method}
+    if method == "tools/call":
+        headers["mcp-name"] = body["params"]["name"]
+    return body, headers
+
+
+async def post_fresh(url: str, body: dict, headers: dict[str, str], **extra: str) -> Any:
+    """One POST on a connection of its own (a client that shares nothing with any earlier request)."""
+    async with raw_client(**headers, **extra) as http:
+        return await http.post(url, content=json.dumps(body))
+
+
+@pytest.mark.parametrize("upstream_kind", UPSTREAMS)
+async def test_the_sdk_client_negotiates_2026_07_28_through_the_gate_without_falling_back(
+        record: Path, tmp_path: Path, upstream_kind: str) -> None:
+    asked: list[str] = []
+
+    async def on_elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"answer": "forty-two"})
+
+    progress: list[float] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append(value)
+
+    with anyio.fail_after(90):
+        async with gate_in_front_of(record, upstream_kind) as (url, proc, upstream):
+            async with direct_client(tmp_path / "direct.jsonl", upstream) as direct:
+                assert direct.protocol_version == VERSION
+                expected = listing(await direct.list_tools())
+            before = len(calls(record))
+            async with client_for("http", url, mode="auto", elicitation_callback=on_elicit) as client:
+                assert client.protocol_version == VERSION
+                assert listing(await client.list_tools()) == expected
+                assert (await client.call_tool("echo", {"text": "modern"})).content[0].text == "modern"
+                refused = await client.call_tool("echo", {"text": 5})
+                assert refused.is_error and refused.structured_content["keyword"] == "type"
+                # A multi round-trip call: the upstream's input_required result reaches the client, which
+                # retries with its answer; the retry is gated again and forwarded.
+                asked_result = await client.call_tool("ask", {"question": "what is the answer?"})
+                assert asked_result.content[0].text == 'elicited accept: {"answer": "forty-two"}'
+                done = await client.call_tool("slow", {"steps": 2}, progress_callback=on_progress)
+                assert done.content[0].text == "slow done after 2 steps" and progress == [1, 2]
+    assert asked == ["what is the answer?"]
+    forwarded = [(c["name"], c["arguments"]) for c in calls(record)[before:]]
+    assert ("echo", {"text": 5}) not in forwarded
+    assert forwarded[0] == ("echo", {"text": "modern"})
+    assert {name for name, _ in forwarded} == {"echo", "ask", "slow"}
+    assert b"Mcp-Session-Id" not in proc.stderr
+
+
+@pytest.mark.parametrize("upstream_kind", UPSTREAMS)
+async def test_a_listen_change_refreshes_the_catalog_before_the_client_hears_of_it(
+        record: Path, upstream_kind: str) -> None:
+    with anyio.fail_after(90):
+        async with gate_in_front_of(record, upstream_kind, UPSTREAM_LISTEN="1") as (url, _, _):
+            async with client_for("http", url, mode="auto") as client:
+                assert client.protocol_version == VERSION
+                assert not (await client.call_tool("mutable", {"x": 1})).is_error
+                async with client.listen(tools_list_changed=True) as subscription:
+                    await client.call_tool("flip", {})
+                    async for _event in subscription:
+                        break  # the change arrived: the gate has already swapped the new schema in
+                    stale = await client.call_tool("mutable", {"x": 1})
+                    assert stale.is_error and stale.structured_content["keyword"] == "type"
+                    fresh = await client.call_tool("mutable", {"x": "one"})
+                    assert fresh.content[0].text == "mutable got 'one'"
+    assert [c["arguments"] for c in calls(record) if c["name"] == "mutable"] == [{"x": 1}, {"x": "one"}]
+
+
+@pytest.mark.parametrize("upstream_kind", UPSTREAMS)
+async def test_raw_posts_on_fresh_connections_are_gated_with_no_request_before_them(
+        record: Path, upstream_kind: str) -> None:
+    with anyio.fail_after(60):
+        async with gate_in_front_of(record, upstream_kind) as (url, _, _):
+            # The very first request the gate ever sees is a call: no discover, no listing before it.
+            valid = await post_fresh(url, *request(1, "tools/call", {"name": "echo", "arguments": {"text": "hi"}}))
+            assert valid.status_code == 200 and "mcp-session-id" not in valid.headers
+            answered = answer_messages(valid)[-1]
+            assert answered["id"] == 1 and answered["result"]["content"][0]["text"] == "hi"
+            invalid = await post_fresh(url, *request(2, "tools/call", {"name": "echo", "arguments": {"text": ""}}))
+            result = answer_messages(invalid)[-1]["result"]
+            assert result["isError"] and result["_meta"]["io.github.mcp-schema-gate/refusal"]["keyword"] == "minLength"
+            unknown = await post_fresh(url, *request("u", "tools/call", {"name": "nope", "arguments": {}}))
+            assert unknown.status_code == 400 and unknown.json()["error"]["code"] == -32602
+            assert unknown.json()["id"] == "u"
+            # Headers that say something else than the body are refused before anything is forwarded.
+            body, headers = request(3, "tools/call", {"name": "echo", "arguments": {"text": "sneaky"}})
+            lying = await post_fresh(url, body, {**headers, "mcp-name": "add"})
+            assert lying.status_code == 400 and lying.json()["error"]["code"] == types.HEADER_MISMATCH
+            no_envelope = await post_fresh(url, {"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": {}},
+                                           {"mcp-protocol-version": VERSION, "mcp-method": "tools/list"})
+            assert no_envelope.status_code == 400 and no_envelope.json()["error"]["code"] == -32602
+            # No notifications and no standing GET stream on this wire.
+            ack = await post_fresh(url, {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                         "params": {"requestId": 1}}, {"mcp-protocol-version": VERSION})
+            assert ack.status_code == 202
+            async with raw_client(**{"mcp-protocol-version": VERSION}) as http:
+                assert (await http.get(url)).status_code == 405
+            listed = await post_fresh(url, *request(5, "tools/list"))
+            assert "echo" in [tool["name"] for tool in answer_messages(listed)[-1]["result"]["tools"]]
+    assert [(c["name"], c["arguments"]) for c in calls(record)] == [("echo", {"text": "hi"})]
+
+
+@pytest.mark.parametrize("upstream_kind", UPSTREAMS)
+async def test_clients_that_reuse_the_same_ids_each_get_their_own_answers(record: Path, upstream_kind: str) -> None:
+    """Every client numbers its requests from 1; the shared upstream must never mix them up."""
+    clients, rounds = 8, 5
+    answers: dict[tuple[int, int], Any] = {}
+
+    async def one_client(n: int) -> None:
+        for r in range(rounds):
+            text = f"client {n} round {r}"
+            reply = await post_fresh(url, *request(1, "tools/call", {"name": "echo", "arguments": {"text": text}}))
+            answers[(n, r)] = answer_messages(reply)[-1]
+
+    with anyio.fail_after(90):
+        async with gate_in_front_of(record, upstream_kind) as (url, _, _):
+            async with anyio.create_task_group() as tg:
+                for n in range(clients):
+                    tg.start_soon(one_client, n)
+    assert len(answers) == clients * rounds
+    for (n, r), message in answers.items():
+        assert message["id"] == 1
+        assert message["result"]["content"][0]["text"] == f"client {n} round {r}"
+
+
+async def test_each_forwarded_credential_is_checked_against_its_own_catalog(record: Path) -> None:
+    """The upstream lists `tenant` with x an integer for alpha and a string for beta."""
+    alpha = {"authorization": "Bearer alpha"}
+    beta = {"authorization": "Bearer beta"}
+
+    def call(request_id: int, x: Any) -> tuple[dict, dict[str, str]]:
+        return request(request_id, "tools/call", {"name": "tenant", "arguments": {"x": x}})
+
+    with anyio.fail_after(60):
+        async with gate_in_front_of(record, "http", "--forward-header", "Authorization",
+                                    UPSTREAM_TENANT_TOOLS="1") as (url, proc, _):
+            outcomes = {}
+            for label, credential, x in (("alpha int", alpha, 1), ("beta int", beta, 1),
+                                         ("beta str", beta, "b"), ("alpha str", alpha, "a")):
+                reply = await post_fresh(url, *call(1, x), **credential)
+                outcomes[label] = answer_messages(reply)[-1]["result"]
+    assert outcomes["alpha int"]["content"][0]["text"] == "tenant Bearer alpha got 1"
+    assert outcomes["beta str"]["content"][0]["text"] == "tenant Bearer beta got 'b'"
+    assert outcomes["beta int"]["isError"] and outcomes["alpha str"]["isError"]
+    assert [c["arguments"] for c in calls(record) if c["name"] == "tenant"] == [{"x": 1}, {"x": "b"}]
+    # Each credential's own listing went upstream with that credential; neither value is ever logged.
+    assert b"alpha" not in proc.stderr and b"beta" not in proc.stderr
+    assert len([r for r in records(record, "list")]) >= 2
+
+
+async def test_an_upstream_without_2026_07_28_is_declined_so_clients_fall_back_to_a_session(record: Path) -> None:
+    with anyio.fail_after(60):
+        async with gate_in_front_of(record, "http", UPSTREAM_LEGACY_ONLY="1") as (url, _, _):
+            probe = await post_fresh(url, *request(1, "server/discover"))
+            assert probe.status_code == 400
+            error = probe.json()["error"]
+            assert error["code"] == -32022 and "2025-11-25" in error["data"]["supported"]
+            async with client_for("http", url, mode="auto") as client:
+                assert client.protocol_version == "2025-11-25"
+                assert (await client.call_tool("echo", {"text": "fell back"})).content[0].text == "fell back"
+
+
+async def test_closing_the_post_cancels_the_call_upstream(record: Path) -> None:
+    """At 2026-07-28 a client cancels by closing its request's stream; the stdio child hears a cancellation."""
+    with anyio.fail_after(60):
+        async with gate_in_front_of(record, "stdio") as (url, _, _):
+            body, headers = request(9, "tools/call", {"name": "slow", "arguments": {"steps": 200}})
+            body["params"]["_meta"] = {**ENVELOPE, "progressToken": "mine"}
+            async with raw_client(**headers) as http:
+                async with http.stream("POST", url, content=json.dumps(body)) as response:
+                    assert response.headers["content-type"].startswith("text/event-stream")
+                    async for line in response.aiter_lines():
+                        if line.startswith("data:") and line[5:].strip():
+                            first = json.loads(line[5:])
+                            assert first["method"] == "notifications/progress"
+                            assert first["params"]["progressToken"] == "mine"  # the client's own name, restored
+                            break
+            while not records(record, "cancelled"):
+                await anyio.sleep(0.05)
+            after = await post_fresh(url, *request(10, "tools/call", {"name": "echo", "arguments": {"text": "on"}}))
+            assert answer_messages(after)[-1]["result"]["content"][0]["text"] == "on"
+
+
+def test_the_sessionless_path_is_listed_in_help() -> None:
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-m", "proxy", "--help"], capture_output=True, text=True, check=True).stdout
+    assert "--upstream-pool" in out and "--forward-header" in out and "--catalog-ttl" in out
+    assert "sessionless 2026-07-28" in out
+
+
+async def test_an_upstream_pool_shares_n_stdio_children_among_all_clients(record: Path) -> None:
+    """--upstream-pool 2: two children, whatever the number of clients; concurrent calls spread over both."""
+    with anyio.fail_after(90):
+        async with gate_in_front_of(record, "stdio", "--upstream-pool", "2") as (url, _, _):
+            replies: list[Any] = []
+
+            async def slow_call(n: int) -> None:
+                reply = await post_fresh(url, *request(1, "tools/call", {"name": "slow", "arguments": {"steps": 3}}))
+                replies.append(answer_messages(reply)[-1])
+
+            async with anyio.create_task_group() as tg:
+                for n in range(6):
+                    tg.start_soon(slow_call, n)
+            assert [r["result"]["content"][0]["text"] for r in replies] == ["slow done after 3 steps"] * 6
+    assert len({start["pid"] for start in records(record, "start")}) == 2
+    assert len([c for c in calls(record) if c["name"] == "slow"]) == 6
+
+
+@pytest.mark.parametrize("ttl", [None, "0.5"])
+async def test_catalog_ttl_relists_a_server_that_changes_its_tools_without_saying_so(
+        record: Path, ttl: str | None) -> None:
+    """Without subscriptions/listen a 2026-07-28 server's changes are silent; --catalog-ttl bounds how long
+    the gate keeps checking calls against the old schema."""
+    options = ("--catalog-ttl", ttl) if ttl else ()
+    with anyio.fail_after(60):
+        async with gate_in_front_of(record, "stdio", *options) as (url, _, _):
+            async def mutable(x: Any) -> dict:
+                reply = await post_fresh(url, *request(1, "tools/call", {"name": "mutable", "arguments": {"x": x}}))
+                return answer_messages(reply)[-1]["result"]
+
+            assert not (await mutable(1))["isError"]
+            await post_fresh(url, *request(2, "tools/call", {"name": "flip", "arguments": {}}))
+            await anyio.sleep(1.0)
+            as_string = await mutable("one")
+            as_integer = await mutable(2)
+    if ttl:  # relisted: the new schema (x a string) is enforced
+        assert not as_string["isError"] and as_integer["isError"]
+    else:  # the old schema still holds, as documented: a refusal, never an unchecked call
+        assert as_string["isError"] and not as_integer["isError"]
