@@ -171,6 +171,12 @@ def compare(direct: Checks, gated: Checks, label: str, gate_stderr: str) -> list
     print(f"--- gate stderr ({label}), last 60 lines:\n" + "\n".join(gate_stderr.splitlines()[-60:]))
     lost = sorted(passing(direct) - passing(gated))
     print(f"{label}: scenarios that pass directly and not through the gate ({len(lost)}): {', '.join(lost) or '-'}")
+    # Shown, not counted: a scenario that fails directly says little about the gate, but a check it loses may.
+    for key in sorted(direct):
+        if key[0] not in passing(direct) and direct[key]["status"] == "SUCCESS" \
+                and gated.get(key, {}).get("status") != "SUCCESS":
+            print(f"{label}: not counted (the scenario fails directly): {key[0]} / {key[1]} SUCCESS directly, "
+                  f"{gated[key]['status'] if key in gated else 'absent'} through the gate: {why(gated.get(key))[:200]}")
     return [f"{key[0]} / {key[1]}: direct {direct[key]['status'] if key in direct else '-'}, through the gate "
             f"{gated[key]['status'] if key in gated else '-'}: {why(gated.get(key))[:300]}"
             for key in sorted(set(direct) | set(gated)) if regression(key, direct, gated)]
