@@ -296,3 +296,23 @@ async def test_catalog_ttl_relists_a_server_that_changes_its_tools_without_sayin
         assert not as_string["isError"] and as_integer["isError"]
     else:  # the old schema still holds, as documented: a refusal, never an unchecked call
         assert as_string["isError"] and not as_integer["isError"]
+
+
+@pytest.mark.parametrize("upstream_kind", UPSTREAMS)
+async def test_the_gate_listens_for_tool_changes_itself_when_no_client_does(record: Path, upstream_kind: str) -> None:
+    """On a shared upstream that serves subscriptions/listen, the gate keeps a listen stream of its own."""
+    async def mutable(url: str, x: Any) -> dict:
+        reply = await post_fresh(url, *request(1, "tools/call", {"name": "mutable", "arguments": {"x": x}}))
+        return answer_messages(reply)[-1]["result"]
+
+    with anyio.fail_after(60):
+        async with gate_in_front_of(record, upstream_kind, UPSTREAM_LISTEN="1") as (url, _, _):
+            assert not (await mutable(url, 1))["isError"]
+            lists_before = len(records(record, "list"))
+            await post_fresh(url, *request(2, "tools/call", {"name": "flip", "arguments": {}}))
+            while len(records(record, "list")) == lists_before:  # the gate's own relisting
+                await anyio.sleep(0.05)
+            await anyio.sleep(0.2)
+            assert (await mutable(url, 1))["isError"]
+            assert not (await mutable(url, "one"))["isError"]
+    assert [c["arguments"] for c in calls(record) if c["name"] == "mutable"] == [{"x": 1}, {"x": "one"}]
