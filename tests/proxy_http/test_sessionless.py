@@ -228,10 +228,12 @@ async def test_an_upstream_without_2026_07_28_is_declined_so_clients_fall_back_t
                 assert (await client.call_tool("echo", {"text": "fell back"})).content[0].text == "fell back"
 
 
-async def test_closing_the_post_cancels_the_call_upstream(record: Path) -> None:
-    """At 2026-07-28 a client cancels by closing its request's stream; the stdio child hears a cancellation."""
+@pytest.mark.parametrize("upstream_kind", UPSTREAMS)
+async def test_closing_the_post_cancels_the_call_upstream(record: Path, upstream_kind: str) -> None:
+    """At 2026-07-28 a client cancels by closing its request's stream; the upstream's handler is cancelled
+    (a stdio child hears notifications/cancelled; toward HTTP the gate closes its upstream POST)."""
     with anyio.fail_after(60):
-        async with gate_in_front_of(record, "stdio") as (url, _, _):
+        async with gate_in_front_of(record, upstream_kind) as (url, _, _):
             body, headers = request(9, "tools/call", {"name": "slow", "arguments": {"steps": 200}})
             body["params"]["_meta"] = {**ENVELOPE, "progressToken": "mine"}
             async with raw_client(**headers) as http:
