@@ -339,6 +339,9 @@ def _serve(args: Any, command: list[str]) -> int:
         listen = listen_settings(args, token)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    if listen is not None and listen.forward_headers and spec.kind == "stdio":
+        raise UsageError("--forward-header passes client headers to an HTTP --upstream; a stdio server "
+                         "cannot receive them")
     try:
         audit = AuditLog(args.audit_log, args.audit_arguments) if args.audit_log else None
     except OSError as exc:

@@ -138,6 +138,11 @@ class Sessionless:
             logger.exception("mcp-schema-gate: a shared upstream failed; the next request opens a new one")
         finally:
             member.ended = True
+            members = self.upstreams.get(member.key)
+            if members is not None and member in members:
+                members.remove(member)
+                if not members:
+                    del self.upstreams[member.key]
 
     async def _expire_when_idle(self, member: SharedUpstream) -> None:
         assert self._idle_timeout is not None

@@ -318,3 +318,28 @@ async def test_the_gate_listens_for_tool_changes_itself_when_no_client_does(reco
             assert (await mutable(url, 1))["isError"]
             assert not (await mutable(url, "one"))["isError"]
     assert [c["arguments"] for c in calls(record) if c["name"] == "mutable"] == [{"x": 1}, {"x": "one"}]
+
+
+async def test_an_idle_shared_child_is_stopped_and_the_next_request_starts_another(record: Path) -> None:
+    from tests.proxy.conftest import pid_alive
+
+    async def echo(url: str, text: str) -> str:
+        reply = await post_fresh(url, *request(1, "tools/call", {"name": "echo", "arguments": {"text": text}}))
+        return answer_messages(reply)[-1]["result"]["content"][0]["text"]
+
+    with anyio.fail_after(60):
+        async with gate_in_front_of(record, "stdio", "--idle-timeout", "1") as (url, _, _):
+            assert await echo(url, "one") == "one"
+            first = records(record, "start")[0]["pid"]
+            while pid_alive(first):
+                await anyio.sleep(0.1)
+            assert await echo(url, "two") == "two"
+    assert len(records(record, "start")) == 2
+
+
+def test_forward_header_with_a_stdio_upstream_is_a_usage_error() -> None:
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-m", "proxy", "--listen", "http://127.0.0.1:0", "--forward-header",
+                           "X-Tenant", "--", "true"], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2 and "--forward-header" in done.stderr and "HTTP --upstream" in done.stderr
