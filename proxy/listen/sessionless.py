@@ -201,6 +201,14 @@ class Sessionless:
                    if duplicated is not None else classify_inbound_request(decoded, headers=headers))
         if isinstance(verdict, InboundLadderRejection):
             return await _reply(scope, receive, send, _error(request.id, verdict.code, verdict.message, verdict.data))
+        if request.method == "initialize":
+            # No handshake at 2026-07-28 (the SDK's server answers the same); and a
+            # handshake on the shared relay would switch its own listing off the
+            # envelope for every other client.
+            return await _reply(scope, receive, send, _error(
+                request.id, types.METHOD_NOT_FOUND, "Method not found: initialize is not part of the 2026-07-28 "
+                "protocol; send requests with their _meta envelope, or open a session without the "
+                "2026-07-28 MCP-Protocol-Version header"))
         if request.method == "subscriptions/listen" and "text/event-stream" not in accept:
             return await _reply(scope, receive, send, _error(
                 request.id, types.INVALID_REQUEST, "subscriptions/listen is answered with an event stream: "

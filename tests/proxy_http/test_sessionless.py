@@ -159,6 +159,10 @@ async def test_raw_posts_on_fresh_connections_are_gated_with_no_request_before_t
             assert ack.status_code == 202
             async with raw_client(**{"mcp-protocol-version": VERSION}) as http:
                 assert (await http.get(url)).status_code == 405
+            # No handshake on this path; and one client's attempt must not spoil the shared upstream.
+            handshake = await post_fresh(url, *request(6, "initialize", {
+                "protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}))
+            assert handshake.status_code == 404 and handshake.json()["error"]["code"] == -32601
             listed = await post_fresh(url, *request(5, "tools/list"))
             assert "echo" in [tool["name"] for tool in answer_messages(listed)[-1]["result"]["tools"]]
     assert [(c["name"], c["arguments"]) for c in calls(record)] == [("echo", {"text": "hi"})]

@@ -368,29 +368,31 @@ def build() -> Server:
         )
 
 
-async def serve_stdio() -> None:
+async def serve_stdio(server: Server | None = None) -> None:
+    """One session on stdin/stdout; `server` defaults to build()."""
     from mcp.server.stdio import stdio_server
 
-    server = build()
+    server = server or build()
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options(NotificationOptions()))
 
 
-async def serve_http() -> None:
+async def serve_http(server: Server | None = None) -> None:
+    """Streamable HTTP on 127.0.0.1, port 0, at /mcp; prints `PORT <n>` once listening. `server` defaults to build()."""
     import uvicorn
 
-    app = build().streamable_http_app(event_store=MemoryEventStore(), retry_interval=RETRY_MS,
-                                      session_idle_timeout=None, host="127.0.0.1")
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+    app = (server or build()).streamable_http_app(event_store=MemoryEventStore(), retry_interval=RETRY_MS,
+                                                  session_idle_timeout=None, host="127.0.0.1")
+    http = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
 
     async def announce() -> None:
-        while not server.started:
+        while not http.started:
             await anyio.sleep(0.01)
-        print(f"PORT {server.servers[0].sockets[0].getsockname()[1]}", flush=True)
+        print(f"PORT {http.servers[0].sockets[0].getsockname()[1]}", flush=True)
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(announce)
-        await server.serve()
+        await http.serve()
 
 
 if __name__ == "__main__":

@@ -11,7 +11,10 @@ npm. Then the system's npm script runs under that node 22 to install the
 pinned packages into `.cache/node22/pkgs/` (the TypeScript SDK, the
 conformance suite and server-filesystem) and the MCP Inspector into
 `.cache/node22/inspector/` (optional: its failure only disables the Inspector
-tests). ts_client.mjs is copied into `.cache/node22/pkgs/` because node
+tests) and the prerelease conformance suite that knows protocol revision
+2026-07-28 into `.cache/node22/conformance-next/` (optional too: beside the
+pinned 0.1.x, whose scenarios the other test runs, and its failure only
+disables the 2026-07-28 test). ts_client.mjs is copied into `.cache/node22/pkgs/` because node
 resolves an ES module's imports from the file's own directory, not from
 NODE_PATH.
 
@@ -48,6 +51,9 @@ PACKAGES = {
 # The last release of the classic Inspector (TypeScript SDK 1.x) with a headless --cli mode; 2.x is a rewrite.
 INSPECTOR = ("@modelcontextprotocol/inspector", "0.21.2")
 SCRIPTS = ("ts_client.mjs",)
+# The first conformance release with the 2026-07-28 (sessionless) server scenarios; a prerelease, so it
+# gets its own prefix instead of replacing the 0.1.x pin above.
+CONFORMANCE_NEXT = ("@modelcontextprotocol/conformance", "0.2.0-alpha.12")
 INSTALL_TIMEOUT = 900
 
 
@@ -61,6 +67,8 @@ class NodeTools:
     prefix: Path  # holds node_modules/ and the copied scripts
     inspector_prefix: Path | None  # None: the Inspector could not be installed
     inspector_problem: str | None
+    conformance_next_prefix: Path | None = None  # None: CONFORMANCE_NEXT could not be installed
+    conformance_next_problem: str | None = None
 
     def env(self, **extra: str) -> dict[str, str]:
         """The environment for node processes (and the gate): node 22 first on PATH, PYTHONPATH = the repo."""
@@ -85,6 +93,13 @@ class NodeTools:
     @property
     def conformance(self) -> list[str]:
         return [str(self.node), str(self.module("@modelcontextprotocol/conformance") / "dist" / "index.js")]
+
+    @property
+    def conformance_next(self) -> list[str] | None:
+        if self.conformance_next_prefix is None:
+            return None
+        package = self.conformance_next_prefix / "node_modules" / CONFORMANCE_NEXT[0]
+        return [str(self.node), str(package / "dist" / "index.js")]
 
     @property
     def inspector_cli(self) -> list[str] | None:
@@ -154,6 +169,16 @@ def _install() -> NodeTools:
             except NodeUnavailable as exc:
                 problem = f"could not install {INSPECTOR[0]}@{INSPECTOR[1]}: {exc}"
 
+        next_prefix, next_problem = CACHE / "conformance-next", None
+        pins = {"node": list(NODE_PACKAGE), "conformance-next": list(CONFORMANCE_NEXT)}
+        if not _installed(next_prefix / ".installed.json", pins):
+            shutil.rmtree(next_prefix, ignore_errors=True)
+            try:
+                _npm_install(next_prefix, [f"{CONFORMANCE_NEXT[0]}@{CONFORMANCE_NEXT[1]}"], env)
+                (next_prefix / ".installed.json").write_text(json.dumps(pins))
+            except NodeUnavailable as exc:
+                next_problem = f"could not install {CONFORMANCE_NEXT[0]}@{CONFORMANCE_NEXT[1]}: {exc}"
+
         for name in SCRIPTS:  # refreshed every run: they are part of the tests
             source, target = HERE / name, tools.prefix / name
             if not target.exists() or target.read_bytes() != source.read_bytes():
@@ -163,7 +188,8 @@ def _install() -> NodeTools:
             print(f"tests.support.node: node {NODE_PACKAGE[1]} and npm packages ready in {elapsed:.0f}s "
                   f"under {CACHE}", file=sys.stderr)
         return NodeTools(node=node, prefix=tools.prefix, inspector_prefix=None if problem else inspector,
-                         inspector_problem=problem)
+                         inspector_problem=problem, conformance_next_prefix=None if next_problem else next_prefix,
+                         conformance_next_problem=next_problem)
 
 
 _RESULT: NodeTools | str | None = None
@@ -196,3 +222,14 @@ def require_inspector(tools: NodeTools) -> list[str]:
             pytest.fail(reason + " and REQUIRE_NODE=1")
         pytest.skip(reason)
     return tools.inspector_cli
+
+
+def require_conformance_next(tools: NodeTools) -> list[str]:
+    """The command of CONFORMANCE_NEXT's runner; skips (fails under REQUIRE_NODE=1) when it could not be installed."""
+    if tools.conformance_next is None:
+        reason = tools.conformance_next_problem or f"{CONFORMANCE_NEXT[0]}@{CONFORMANCE_NEXT[1]} is not installed"
+        print(f"SKIPPED conformance {CONFORMANCE_NEXT[1]} test: {reason}", file=sys.stderr)
+        if os.environ.get("REQUIRE_NODE") == "1":
+            pytest.fail(reason + " and REQUIRE_NODE=1")
+        pytest.skip(reason)
+    return tools.conformance_next
