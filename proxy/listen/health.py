@@ -8,8 +8,9 @@ a Kubernetes readiness probe; docs/deploy.md). It must stay cheap, since
 probes come every few seconds from every balancer:
 
 - a URL upstream: one TCP connect to its host and port (the same check a
-  session makes before its first request, streamable_http._reachable), no
-  HTTP request and no MCP session;
+  session makes before its first request, streamable_http._reachable, which
+  does not try when the environment routes the URL through a proxy), no HTTP
+  request and no MCP session;
 - a stdio upstream: the command resolves (on PATH, or an executable file
   relative to --cwd); no child is started.
 
