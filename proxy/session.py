@@ -114,16 +114,20 @@ class SessionEnd:
 
 
 async def run_session(client: StreamPair, spec: UpstreamSpec, settings: GateSettings, *,
-                      stop: anyio.Event | None = None, bind: Callable[[Relay], None] | None = None) -> SessionEnd:
+                      stop: anyio.Event | None = None, bind: Callable[[Relay], None] | None = None,
+                      shared: bool = False) -> SessionEnd:
     """Gate one client session until either side ends, or `stop` is set.
 
     When the upstream cannot be opened, every client request is answered
     with an error saying why, until the client leaves (or `stop`); the
     session's status then says which failure it was, and a stdio gate
     exits with it. `bind` is shown the session's relay before it runs (the
-    HTTP listener's stream router reads its in-flight table).
+    HTTP listener's stream router reads its in-flight table). `shared`: the
+    client side is many sessionless clients (proxy/listen/sessionless.py),
+    so the gate listens for the upstream's tool changes itself.
     """
     hooks = settings.hooks()
+    hooks.watch_changes = shared
     settings.sessions_started += 1
     relay: Relay | None = None
     metrics = settings.metrics

@@ -25,7 +25,7 @@ from proxy.core.catalog import Catalog
 from proxy.core.gate import Gate, Rejection
 from proxy.core.jsonrpc import REQUEST_METHODS, error_message, modern_envelope, result_message
 from proxy.core.outputs import OutputChecker, Result, summary as output_summary
-from proxy.core.relay import Relay
+from proxy.core.relay import Relay, UpstreamError, UpstreamGone
 from proxy.metrics import NO_METRICS, NoMetrics
 
 logger = logging.getLogger("mcp-schema-gate")
@@ -45,6 +45,8 @@ class GuardHooks:
                  metrics: NoMetrics = NO_METRICS, catalog_ttl: float | None = None) -> None:
         self.catalog = catalog
         self.catalog_ttl = catalog_ttl
+        # A shared upstream (sessionless clients): the gate keeps a subscriptions/listen of its own.
+        self.watch_changes = False
         self.gate = gate
         self.audit = audit
         self.outputs = outputs  # None: --check-output off
@@ -264,7 +266,38 @@ class GuardHooks:
     def _start_build(self, relay: Relay) -> None:
         if not self._build_started:
             self._build_started = True
-            relay.spawn(self.refresh, relay, True)
+            relay.spawn(self._build, relay)
+
+    async def _build(self, relay: Relay) -> None:
+        await self.refresh(relay, True)
+        if self.watch_changes and self._envelope is not None:
+            await self._listen_for_changes(relay)
+
+    async def _listen_for_changes(self, relay: Relay) -> None:
+        """The gate's own `subscriptions/listen` for tool changes (a shared upstream, see proxy/listen/sessionless.py).
+
+        Sessionless clients come and go, and none need be listening when a
+        server changes its tools; the gate hears of it on its own stream and
+        relists (from_upstream's list_changed path; the notification itself
+        belongs to no client and goes nowhere). An upstream that refuses the
+        request offers no such stream: its silent changes are caught by an
+        unknown tool's relisting, or --catalog-ttl.
+        """
+        delay = 1.0
+        while relay.upstream_gone is None:
+            params = {"notifications": {"toolsListChanged": True}, "_meta": dict(self._envelope or {})}
+            try:
+                await relay.request_upstream("subscriptions/listen", params, timeout=None)
+            except UpstreamError as exc:
+                logger.info("mcp-schema-gate: the upstream offers no subscriptions/listen (%s); tool changes it "
+                            "makes are caught by an unknown tool's relisting or --catalog-ttl", exc)
+                return
+            except UpstreamGone:
+                return
+            # The upstream ended the stream: listen again, and relist, since a change may have slipped between.
+            await anyio.sleep(delay)
+            delay = min(delay * 2, 60.0)
+            await self.refresh(relay, force=True)
 
     async def refresh(self, relay: Relay, force: bool = False) -> None:
         """List every page and swap the new revision in.

@@ -193,8 +193,13 @@ class Relay:
     def is_own_id(self, request_id: Any) -> bool:
         return isinstance(request_id, str) and request_id.startswith(self._own_prefix)
 
-    async def request_upstream(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
-        """Send a request of the proxy's own; its response is never forwarded to the client."""
+    async def request_upstream(self, method: str, params: dict[str, Any] | None, *,
+                               timeout: float | None = OWN_REQUEST_TIMEOUT) -> dict[str, Any]:
+        """Send a request of the proxy's own; its response is never forwarded to the client.
+
+        `timeout` None: a request that stays open as long as the upstream
+        wants (the gate's own subscriptions/listen).
+        """
         if self.upstream_gone:
             raise UpstreamGone(self.upstream_gone)
         request_id = f"{self._own_prefix}{next(self._own_ids)}"
@@ -205,7 +210,7 @@ class Relay:
             request.params = params
         try:
             await self.to_upstream(SessionMessage(request))
-            with anyio.fail_after(OWN_REQUEST_TIMEOUT):
+            with anyio.fail_after(timeout):
                 await waiter[0].wait()
         finally:
             self._own_waiters.pop(request_id, None)

@@ -129,7 +129,7 @@ class Sessionless:
                     if self._idle_timeout is not None:
                         tg.start_soon(self._expire_when_idle, member)
                     end = await run_session(member.mux.streams, spec, self.settings, stop=self._stop,
-                                            bind=member.bind)
+                                            bind=member.bind, shared=True)
                     if end.reason and end.reason != "stopped":
                         logger.warning("mcp-schema-gate: the shared upstream %s ended: %s", spec.describe(),
                                        end.reason)

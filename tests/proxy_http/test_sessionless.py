@@ -228,10 +228,12 @@ async def test_an_upstream_without_2026_07_28_is_declined_so_clients_fall_back_t
                 assert (await client.call_tool("echo", {"text": "fell back"})).content[0].text == "fell back"
 
 
-async def test_closing_the_post_cancels_the_call_upstream(record: Path) -> None:
-    """At 2026-07-28 a client cancels by closing its request's stream; the stdio child hears a cancellation."""
+@pytest.mark.parametrize("upstream_kind", UPSTREAMS)
+async def test_closing_the_post_cancels_the_call_upstream(record: Path, upstream_kind: str) -> None:
+    """At 2026-07-28 a client cancels by closing its request's stream; the upstream's handler is cancelled
+    (a stdio child hears notifications/cancelled; toward HTTP the gate closes its upstream POST)."""
     with anyio.fail_after(60):
-        async with gate_in_front_of(record, "stdio") as (url, _, _):
+        async with gate_in_front_of(record, upstream_kind) as (url, _, _):
             body, headers = request(9, "tools/call", {"name": "slow", "arguments": {"steps": 200}})
             body["params"]["_meta"] = {**ENVELOPE, "progressToken": "mine"}
             async with raw_client(**headers) as http:
@@ -296,3 +298,23 @@ async def test_catalog_ttl_relists_a_server_that_changes_its_tools_without_sayin
         assert not as_string["isError"] and as_integer["isError"]
     else:  # the old schema still holds, as documented: a refusal, never an unchecked call
         assert as_string["isError"] and not as_integer["isError"]
+
+
+@pytest.mark.parametrize("upstream_kind", UPSTREAMS)
+async def test_the_gate_listens_for_tool_changes_itself_when_no_client_does(record: Path, upstream_kind: str) -> None:
+    """On a shared upstream that serves subscriptions/listen, the gate keeps a listen stream of its own."""
+    async def mutable(url: str, x: Any) -> dict:
+        reply = await post_fresh(url, *request(1, "tools/call", {"name": "mutable", "arguments": {"x": x}}))
+        return answer_messages(reply)[-1]["result"]
+
+    with anyio.fail_after(60):
+        async with gate_in_front_of(record, upstream_kind, UPSTREAM_LISTEN="1") as (url, _, _):
+            assert not (await mutable(url, 1))["isError"]
+            lists_before = len(records(record, "list"))
+            await post_fresh(url, *request(2, "tools/call", {"name": "flip", "arguments": {}}))
+            while len(records(record, "list")) == lists_before:  # the gate's own relisting
+                await anyio.sleep(0.05)
+            await anyio.sleep(0.2)
+            assert (await mutable(url, 1))["isError"]
+            assert not (await mutable(url, "one"))["isError"]
+    assert [c["arguments"] for c in calls(record) if c["name"] == "mutable"] == [{"x": 1}, {"x": "one"}]
