@@ -38,10 +38,15 @@ def _has_candidate() -> bool:
     return "Candidate:" in policy.stdout and "Candidate: (none)" not in policy.stdout
 
 
+def _find() -> Path | None:
+    # Debian puts it in /usr/sbin, which a non-root PATH often lacks.
+    found = shutil.which("haproxy") or shutil.which("haproxy", path="/usr/sbin:/usr/local/sbin")
+    return Path(found) if found else None
+
+
 def _install() -> Path | str:
-    found = shutil.which("haproxy")
-    if found:
-        return Path(found)
+    if found := _find():
+        return found
     if shutil.which("apt-get") is None:
         return "haproxy is not on PATH and there is no apt-get to install it"
     if os.geteuid() != 0:
@@ -49,8 +54,8 @@ def _install() -> Path | str:
     LOCK.parent.mkdir(parents=True, exist_ok=True)
     with open(LOCK, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another worker may be installing it right now
-        if found := shutil.which("haproxy"):
-            return Path(found)
+        if found := _find():
+            return found
         print("installing haproxy with apt-get (once)", file=sys.stderr)
         try:
             if not _has_candidate():
@@ -58,11 +63,10 @@ def _install() -> Path | str:
             done = _run(["apt-get", "install", "-y", "--no-install-recommends", "haproxy"])
         except (OSError, subprocess.SubprocessError) as exc:
             return f"apt-get install haproxy failed: {exc}"
-        found = shutil.which("haproxy") or ("/usr/sbin/haproxy" if Path("/usr/sbin/haproxy").exists() else None)
-        if found is None:
+        if (found := _find()) is None:
             tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
             return f"apt-get install haproxy failed (exit {done.returncode}): {' / '.join(tail)}"
-        return Path(found)
+        return found
 
 
 def haproxy_binary() -> Path:
