@@ -14,6 +14,15 @@ All in one run, on 127.0.0.1, with ports the OS picks:
   mcp-proxy -> stdio `mcp-proxy --port P -- <the same server on stdio>` (with --mcp-proxy PATH: mcp-proxy
                      0.12 imports APIs that mcp 2.x removed, so it runs from its own venv with mcp<2)
 
+With --replicas N --haproxy PATH, a scale-out comparison as well (docs/deploy.md): one gate
+answered directly, haproxy in front of that one gate, and haproxy in front of N gates (all in
+front of "direct"), each with session traffic (every worker its own session, as separate
+clients would; haproxy's stick table keeps each on its replica) and sessionless 2026-07-28
+traffic (every request self-contained, round robin). --scale-only leaves the rows above out.
+Everything runs on this machine: with fewer cores than processes, N gates compete with the
+upstream, haproxy and the load generator for the same CPUs, and the ratio says more about
+the machine than about the gate; the run prints the core count and the load average.
+
 The load generator is a minimal HTTP/1.1 client on raw asyncio sockets (keep-alive, one
 connection per worker), so the measuring side costs little CPU on a small machine. One MCP
 session per target; CONCURRENCY workers each keep one tools/call in flight for DURATION
@@ -22,6 +31,7 @@ and the gate's throughput as a share of direct.
 
     .venv/bin/python scripts/bench_proxy_http.py [--duration 3] [--concurrency 1 16 64]
         [--mcp-proxy /path/to/venv/bin/mcp-proxy] [--json]
+        [--replicas 3 --haproxy /usr/sbin/haproxy [--scale-only]]
 """
 
 from __future__ import annotations
@@ -87,6 +97,10 @@ proxy.run(transport="http", host="127.0.0.1", port=int(sys.argv[2]), show_banner
 
 LISTENING = re.compile(r"listening on (http://[^ \n]+)")
 VERSION = "2025-11-25"
+SESSIONLESS = "2026-07-28"
+ENVELOPE = {"io.modelcontextprotocol/protocolVersion": SESSIONLESS,
+            "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "0"},
+            "io.modelcontextprotocol/clientCapabilities": {}}
 
 
 def free_port() -> int:
@@ -137,11 +151,12 @@ class Conn:
         self.reader: asyncio.StreamReader | None = None
         self.writer: asyncio.StreamWriter | None = None
 
-    async def post(self, body: dict, headers: dict[str, str]) -> tuple[int, dict[str, str], list[dict]]:
+    async def post(self, body: dict | None, headers: dict[str, str],
+                   method: str = "POST") -> tuple[int, dict[str, str], list[dict]]:
         if self.writer is None:
             self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
-        data = json.dumps(body).encode()
-        head = [f"POST {self.path} HTTP/1.1", f"Host: {self.host}:{self.port}", "Content-Type: application/json",
+        data = json.dumps(body).encode() if body is not None else b""
+        head = [f"{method} {self.path} HTTP/1.1", f"Host: {self.host}:{self.port}", "Content-Type: application/json",
                 "Accept: application/json, text/event-stream", f"Content-Length: {len(data)}"]
         head += [f"{k}: {v}" for k, v in headers.items()]
         self.writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + data)
@@ -193,21 +208,47 @@ async def open_session(url: str) -> tuple[str, int, str, dict[str, str]]:
     return host, port, path, session
 
 
-async def load(url: str, concurrency: int, duration: float, warmup: float) -> dict[str, float]:
-    host, port, path, session = await open_session(url)
+async def close_session(url: str, session: dict[str, str]) -> None:
+    """DELETE a session, so rows that open one per worker do not pile up sessions (and upstreams) in a gate."""
+    host, port, path = split_url(url)
+    conn = Conn(host, port, path)
+    try:
+        await conn.post(None, session, method="DELETE")
+    finally:
+        conn.close()
+
+
+def split_url(url: str) -> tuple[str, int, str]:
+    match = re.match(r"http://([^:/]+):(\d+)(/.*)", url)
+    return match.group(1), int(match.group(2)), match.group(3)
+
+
+async def load(url: str, concurrency: int, duration: float, warmup: float,
+               traffic: str = "session") -> dict[str, float]:
+    """`traffic`: one session shared by every worker (session), one session per worker (sessions),
+    or self-contained 2026-07-28 requests with no session (sessionless)."""
+    host, port, path = split_url(url)
+    if traffic == "session":
+        sessions = [(await open_session(url))[3]] * concurrency
+    elif traffic == "sessions":
+        sessions = [(await open_session(url))[3] for _ in range(concurrency)]
+    else:
+        sessions = [{"mcp-protocol-version": SESSIONLESS}] * concurrency
     latencies: list[float] = []
     counter = iter(range(1, 10**9))
     measuring = False
     stop_at = 0.0
 
-    async def worker() -> None:
+    async def worker(session: dict[str, str]) -> None:
         conn = Conn(host, port, path)
         headers = {**session, "mcp-method": "tools/call", "mcp-name": "echo"}
+        params: dict = {"name": "echo", "arguments": {"text": "hello"}}
+        if traffic == "sessionless":
+            params["_meta"] = ENVELOPE
         try:
             while time.perf_counter() < stop_at:
                 request_id = next(counter)
-                body = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
-                        "params": {"name": "echo", "arguments": {"text": "hello"}}}
+                body = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
                 start = time.perf_counter()
                 status, _, messages = await conn.post(body, headers)
                 elapsed = time.perf_counter() - start
@@ -219,15 +260,127 @@ async def load(url: str, concurrency: int, duration: float, warmup: float) -> di
             conn.close()
 
     stop_at = time.perf_counter() + warmup
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    await asyncio.gather(*(worker(session) for session in sessions))
     measuring = True
     began = time.perf_counter()
     stop_at = began + duration
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    await asyncio.gather(*(worker(session) for session in sessions))
     wall = time.perf_counter() - began
+    if traffic == "sessions":
+        await asyncio.gather(*(close_session(url, session) for session in sessions))
     ordered = sorted(latencies)
     return {"rps": len(latencies) / wall, "median_ms": statistics.median(ordered) * 1000,
             "p99_ms": ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000, "calls": len(latencies)}
+
+
+# docs/deploy.md's backend, on 127.0.0.1: round robin, sessions stuck by Mcp-Session-Id, /healthz checks.
+HAPROXY_CONFIG = """\
+global
+    maxconn 4096
+
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 60s
+    timeout server 60s
+    timeout check 2s
+    retries 2
+    option redispatch 1
+
+frontend mcp
+    bind 127.0.0.1:{port}
+    default_backend gates
+
+backend gates
+    balance roundrobin
+    option httpchk
+    http-check send meth GET uri /healthz ver HTTP/1.1 hdr Host localhost
+    http-check expect status 200
+    stick-table type string len 64 size 100k expire 30m
+    stick match req.hdr(mcp-session-id)
+    stick store-response res.hdr(mcp-session-id)
+{servers}
+"""
+
+
+class Haproxy(Target):
+    """haproxy in the foreground (-db) in front of the given gate URLs, its configuration in a temporary file."""
+
+    def __init__(self, label: str, binary: str, gate_urls: list[str], workdir: Path) -> None:
+        port = free_port()
+        servers = "\n".join(f"    server g{n} {split_url(url)[0]}:{split_url(url)[1]} check inter 2s"
+                            for n, url in enumerate(gate_urls, 1))
+        config = workdir / f"haproxy-{len(gate_urls)}.cfg"
+        config.write_text(HAPROXY_CONFIG.format(port=port, servers=servers))
+        super().__init__(label, [binary, "-f", str(config), "-db"], f"http://127.0.0.1:{port}/mcp")
+        self.port = port
+
+    def start(self) -> str:
+        url = super().start()
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:  # haproxy announces nothing; its port accepting is the sign
+            if self.process.poll() is not None:
+                raise RuntimeError(f"{self.label}: haproxy exited ({self.process.returncode})")
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return url
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError(f"{self.label}: haproxy is not listening")
+
+
+def machine() -> dict:
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {"cpus": cpus, "loadavg": [round(x, 2) for x in os.getloadavg()]}
+
+
+async def scale_out(args: argparse.Namespace, direct_url: str, report: dict, failed: dict[str, str]) -> None:
+    """1 gate, haproxy -> 1 gate, haproxy -> N gates; session and sessionless traffic; rows added to `report`."""
+    import tempfile
+
+    python = sys.executable
+    n = args.replicas
+    gates = [Target(f"gate r{i}", [python, "-m", "proxy", "--quiet", "--listen", "http://127.0.0.1:0",
+                                   "--max-sessions", "1000", "--upstream", direct_url]) for i in range(1, n + 1)]
+    started: list[Target] = []
+    at_start = machine()
+    with tempfile.TemporaryDirectory(prefix="bench-haproxy-") as workdir:
+        try:
+            for gate in gates:
+                gate.start()
+                started.append(gate)
+            one = Haproxy("haproxy -> 1 gate", args.haproxy, [gates[0].url], Path(workdir))
+            many = Haproxy(f"haproxy -> {n} gates", args.haproxy, [g.url for g in gates], Path(workdir))
+            for balancer in (one, many):
+                balancer.start()
+                started.append(balancer)
+            rows = [("1 gate", gates[0].url), (one.label, one.url), (many.label, many.url)]
+            print(f"scale-out: {n} gates, machine {at_start}", file=sys.stderr, flush=True)
+            for traffic in ("sessions", "sessionless"):
+                for concurrency in args.concurrency:
+                    for name, url in rows:
+                        label = f"{name} ({traffic})"
+                        if label in failed:
+                            continue
+                        try:
+                            result = await asyncio.wait_for(
+                                load(url, concurrency, args.duration, args.warmup, traffic),
+                                args.duration + args.warmup + 60)
+                        except Exception as exc:
+                            failed[label] = f"{type(exc).__name__}: {exc}"
+                            print(f"c={concurrency:<3} {label:32} FAILED ({failed[label]}); its row is left out",
+                                  file=sys.stderr, flush=True)
+                            continue
+                        result["loadavg_1m"] = round(os.getloadavg()[0], 2)
+                        report.setdefault(label, {})[str(concurrency)] = result
+                        if not args.json:
+                            print(f"c={concurrency:<3} {label:32} {result['rps']:8.0f} req/s  median "
+                                  f"{result['median_ms']:7.2f} ms  p99 {result['p99_ms']:7.2f} ms  "
+                                  f"load {result['loadavg_1m']}", flush=True)
+        finally:
+            for target in reversed(started):
+                target.stop()
+    report["machine"] = {**machine(), "loadavg_start": at_start["loadavg"], "replicas": n}
 
 
 async def run(args: argparse.Namespace) -> dict:
@@ -238,19 +391,21 @@ async def run(args: argparse.Namespace) -> dict:
     gate = [python, "-m", "proxy", "--quiet", "--listen", "http://127.0.0.1:0"]
     direct_json = Target("direct json", [python, "-c", HTTP_SERVER, "json"])
     direct_json_url = direct_json.start()
-    targets = [direct_json,
+    targets = [] if args.scale_only else [
+               direct_json,
                Target("gate -> http", [*gate, "--upstream", direct_url]),
                Target("gate json -> http", [*gate, "--json-response", "--upstream", direct_url]),
                Target("gate json -> http json", [*gate, "--json-response", "--upstream", direct_json_url])]
-    try:
-        import fastmcp  # noqa: F401
+    if not args.scale_only:
+        try:
+            import fastmcp  # noqa: F401
 
-        targets.append(Target("fastmcp -> http", [python, "-c", FASTMCP_PROXY, direct_url, str(free_port())]))
-    except ImportError:
-        print("fastmcp is not installed (pip install -e '.[bench]'): its row is left out", file=sys.stderr)
-    targets.append(Target("gate -> stdio", [*gate, "--", *stdio_server]))
-    targets.append(Target("gate json -> stdio", [*gate, "--json-response", "--", *stdio_server]))
-    if args.mcp_proxy:
+            targets.append(Target("fastmcp -> http", [python, "-c", FASTMCP_PROXY, direct_url, str(free_port())]))
+        except ImportError:
+            print("fastmcp is not installed (pip install -e '.[bench]'): its row is left out", file=sys.stderr)
+        targets.append(Target("gate -> stdio", [*gate, "--", *stdio_server]))
+        targets.append(Target("gate json -> stdio", [*gate, "--json-response", "--", *stdio_server]))
+    if args.mcp_proxy and not args.scale_only:
         port = free_port()
         targets.append(Target("mcp-proxy -> stdio", [args.mcp_proxy, "--host", "127.0.0.1", "--port", str(port),
                                                      "--", *stdio_server], f"http://127.0.0.1:{port}/mcp"))
@@ -279,6 +434,8 @@ async def run(args: argparse.Namespace) -> dict:
                 if not args.json:
                     print(f"c={concurrency:<3} {target.label:24} {result['rps']:8.0f} req/s  median "
                           f"{result['median_ms']:7.2f} ms  p99 {result['p99_ms']:7.2f} ms", flush=True)
+        if args.replicas:
+            await scale_out(args, direct_url, report, failed)
     finally:
         for target in [*targets, upstream]:
             target.stop()
@@ -292,7 +449,15 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 16, 64])
     parser.add_argument("--mcp-proxy", metavar="PATH", help="an mcp-proxy executable (e.g. from a venv with mcp<2)")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--replicas", type=int, default=0, metavar="N",
+                        help="also compare 1 gate with N gates behind haproxy (needs --haproxy)")
+    parser.add_argument("--haproxy", metavar="PATH", help="the haproxy executable for --replicas")
+    parser.add_argument("--scale-only", action="store_true", help="with --replicas: only direct and the scale-out rows")
     args = parser.parse_args()
+    if args.replicas and not args.haproxy:
+        parser.error("--replicas needs --haproxy PATH (e.g. /usr/sbin/haproxy)")
+    if args.scale_only and not args.replicas:
+        parser.error("--scale-only goes with --replicas N")
     report = asyncio.run(run(args))
     if args.json:
         print(json.dumps(report, indent=2))
@@ -304,9 +469,13 @@ def main() -> int:
         row = rows.get(str(c))
         return f"{row['rps']:>14.0f}{row['median_ms']:>11.2f}" if row else f"{'failed':>14}{'':>11}"
 
-    for label, rows in report.items():
-        print(f"{label:24}" + "".join(cell(rows, c) for c in args.concurrency))
-    for label in report:
+    rows_only = {label: rows for label, rows in report.items() if label != "machine"}
+    width = max([24, *map(len, rows_only)]) + 1
+    for label, rows in rows_only.items():
+        print(f"{label:{width}}" + "".join(cell(rows, c) for c in args.concurrency))
+    for label in rows_only:
+        if label.endswith(("(sessions)", "(sessionless)")):
+            continue  # compared below, with their own baselines
         baselines = ["direct"] + (["direct json"] if " json " in label and "direct json" in report else [])
         for baseline in baselines:
             if label in baselines:
@@ -315,7 +484,29 @@ def main() -> int:
             shares = ", ".join(f"c={c}: {report[label][str(c)]['rps'] / base[str(c)]['rps']:.0%}"
                                for c in args.concurrency if str(c) in report[label] and str(c) in base)
             print(f"{label} throughput as a share of {baseline}: {shares}")
+    if "machine" in report:
+        print_scale_out(report, args.concurrency)
     return 0
+
+
+def print_scale_out(report: dict, concurrency: list[int]) -> None:
+    """N gates behind haproxy against one gate, per kind of traffic, with what the machine had to give."""
+    info = report["machine"]
+    n = info["replicas"]
+    print(f"\nscale-out, {n} gates behind haproxy vs 1 gate (throughput ratio):")
+    for traffic in ("sessions", "sessionless"):
+        many = report.get(f"haproxy -> {n} gates ({traffic})", {})
+        for baseline in (f"1 gate ({traffic})", f"haproxy -> 1 gate ({traffic})"):
+            base = report.get(baseline, {})
+            ratios = ", ".join(f"c={c}: {many[str(c)]['rps'] / base[str(c)]['rps']:.2f}x"
+                               for c in concurrency if str(c) in many and str(c) in base)
+            print(f"  {traffic:12} vs {baseline:34} {ratios or 'no rows (failed)'}")
+    print(f"machine: {info['cpus']} CPUs for the upstream, {n} gates, haproxy and the load generator; "
+          f"load average (1, 5, 15 min) {info['loadavg_start']} before the scale-out rows, {info['loadavg']} "
+          "after (other work on this machine counts too).")
+    if info["cpus"] <= n:
+        print(f"  With {info['cpus']} CPUs, {n} gates cannot run in parallel next to the rest: a ratio near or "
+              "below 1x here measures this machine, not how the gate scales on separate hosts.")
 
 
 if __name__ == "__main__":

@@ -58,6 +58,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from proxy.core.jsonrpc import wire_problem
 from proxy.listen.answer import RESUMABLE_SINCE, SCOPE_KEY, Answer, Streams
+from proxy.listen.health import Health
 from proxy.listen.router import StreamRouter
 from proxy.listen.sessionless import Sessionless
 from proxy.session import GateSettings, UpstreamSpec, run_session
@@ -195,6 +196,7 @@ class GateApp:
         self.streams: dict[str, Streams] = {}  # each session's resumable answer streams
         self.session_scopes: dict[str, anyio.CancelScope] = {}
         self.sse_sessions = 0
+        self.health = Health(spec)
         self.sessionless = Sessionless(spec, settings, task_group, stop, pool=listen.upstream_pool,
                                        forward_headers=listen.forward_headers, idle_timeout=listen.idle_timeout,
                                        max_upstreams=listen.max_sessions)
@@ -215,6 +217,8 @@ class GateApp:
         if refused is not None:
             text = bytes(refused.body).decode(errors="replace")
             return await refusal(refused.status_code, f"Refused: {text}")(scope, receive, send)
+        if scope["path"].rstrip("/") == "/healthz":  # before the token: balancers probe without one
+            return await self.health(scope, receive, send)
         if self._token is not None:
             given = request.headers.get("authorization", "")
             scheme, _, token = given.partition(" ")

@@ -64,7 +64,9 @@ def app() -> Starlette:
         headers = dict(scope.get("headers", []))
         if scope["type"] == "http" and scope["method"] == "POST":
             version = headers.get(b"mcp-protocol-version", b"").decode() or None
-            record({"event": "post", "method": headers.get(b"mcp-method", b"").decode(), "version": version})
+            # `via`: the X-Gate-Replica header a gate was told to send (--upstream-header), for scale-out tests.
+            record({"event": "post", "method": headers.get(b"mcp-method", b"").decode(), "version": version,
+                    "via": headers.get(b"x-gate-replica", b"").decode() or None})
             if LEGACY_ONLY and version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
                 # A server that speaks only the handshake era, as a 2025-11-25 SDK answers a newer version.
                 body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {
