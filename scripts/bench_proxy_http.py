@@ -13,6 +13,9 @@ All in one run, on 127.0.0.1, with ports the OS picks:
   gate json -> stdio the same with --json-response
   mcp-proxy -> stdio `mcp-proxy --port P -- <the same server on stdio>` (with --mcp-proxy PATH: mcp-proxy
                      0.12 imports APIs that mcp 2.x removed, so it runs from its own venv with mcp<2)
+  ... [sessionless]  "direct json", "gate json -> http json" and "gate json -> stdio" again, with
+                     2026-07-28 sessionless requests (each self-contained, no session), compared
+                     with "direct json [sessionless]"
 
 With --replicas N --haproxy PATH, a scale-out comparison as well (docs/deploy.md): one gate
 answered directly, haproxy in front of that one gate, and haproxy in front of N gates (all in
@@ -98,6 +101,9 @@ proxy.run(transport="http", host="127.0.0.1", port=int(sys.argv[2]), show_banner
 LISTENING = re.compile(r"listening on (http://[^ \n]+)")
 VERSION = "2025-11-25"
 SESSIONLESS = "2026-07-28"
+# The targets that also get 2026-07-28 sessionless traffic, each a row "<label> [sessionless]" (the gate's
+# sessionless path answers in JSON unless a call needs a stream, whatever --json-response says).
+SESSIONLESS_ROWS = ("direct json", "gate json -> http json", "gate json -> stdio")
 ENVELOPE = {"io.modelcontextprotocol/protocolVersion": SESSIONLESS,
             "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "0"},
             "io.modelcontextprotocol/clientCapabilities": {}}
@@ -417,22 +423,29 @@ async def run(args: argparse.Namespace) -> dict:
                 target.start()
         if args.mcp_proxy:
             await asyncio.sleep(3)  # mcp-proxy does not announce readiness on stderr
+        by_label = {target.label: target for target in targets}
+        # 2026-07-28 sessionless traffic to the same processes: (row, target it is sent to).
+        sessionless = [] if args.scale_only else [
+            (f"{label} [sessionless]", by_label[label]) for label in SESSIONLESS_ROWS if label in by_label]
         for concurrency in args.concurrency:
-            for target in [upstream, *targets]:
-                if target.label in failed:
+            rows = [(target.label, target, "session") for target in [upstream, *targets]]
+            rows += [(label, target, "sessionless") for label, target in sessionless]
+            for label, target, traffic in rows:
+                if label in failed:
                     continue
                 try:
                     # A peer that stops answering must cost its row, not the whole run.
-                    result = await asyncio.wait_for(load(target.url, concurrency, args.duration, args.warmup),
-                                                    args.duration + args.warmup + 30)
+                    result = await asyncio.wait_for(
+                        load(target.url, concurrency, args.duration, args.warmup, traffic=traffic),
+                        args.duration + args.warmup + 30)
                 except Exception as exc:  # asyncio.TimeoutError included (it is TimeoutError)
-                    failed[target.label] = f"{type(exc).__name__}: {exc}"
-                    print(f"c={concurrency:<3} {target.label:24} FAILED ({failed[target.label]}); its row is left out",
+                    failed[label] = f"{type(exc).__name__}: {exc}"
+                    print(f"c={concurrency:<3} {label:24} FAILED ({failed[label]}); its row is left out",
                           file=sys.stderr, flush=True)
                     continue
-                report.setdefault(target.label, {})[str(concurrency)] = result
+                report.setdefault(label, {})[str(concurrency)] = result
                 if not args.json:
-                    print(f"c={concurrency:<3} {target.label:24} {result['rps']:8.0f} req/s  median "
+                    print(f"c={concurrency:<3} {label:24} {result['rps']:8.0f} req/s  median "
                           f"{result['median_ms']:7.2f} ms  p99 {result['p99_ms']:7.2f} ms", flush=True)
         if args.replicas:
             await scale_out(args, direct_url, report, failed)
@@ -476,7 +489,10 @@ def main() -> int:
     for label in rows_only:
         if label.endswith(("(sessions)", "(sessionless)")):
             continue  # compared below, with their own baselines
-        baselines = ["direct"] + (["direct json"] if " json " in label and "direct json" in report else [])
+        if label.endswith("[sessionless]"):
+            baselines = ["direct json [sessionless]"] if "direct json [sessionless]" in report else []
+        else:
+            baselines = ["direct"] + (["direct json"] if " json " in label and "direct json" in report else [])
         for baseline in baselines:
             if label in baselines:
                 continue
