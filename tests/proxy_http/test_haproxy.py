@@ -83,6 +83,22 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def documented_backend() -> str:
+    """The directives of docs/deploy.md's `backend gates` section (its servers left out), so the test runs
+    exactly what the documentation tells operators to run."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "deploy.md").read_text()
+    lines = text[text.index("\nbackend gates\n") + 1:].splitlines()[1:]
+    directives = []
+    for line in lines:
+        stripped = line.strip()
+        if stripped.startswith("server ") or stripped.startswith("```"):
+            break
+        if stripped and not stripped.startswith("#"):
+            directives.append(f"    {stripped}")
+    assert any("stick store-response" in d for d in directives), directives
+    return "\n".join(directives)
+
+
 def haproxy_config(port: int, replicas: list[Replica]) -> str:
     """The configuration of docs/deploy.md, on 127.0.0.1, with fast checks and a stats page for the test."""
     servers = "\n".join(f"    server {r.name} {r.address} {CHECK}" for r in replicas)
@@ -106,13 +122,7 @@ frontend mcp
     default_backend gates
 
 backend gates
-    balance roundrobin
-    option httpchk
-    http-check send meth GET uri /healthz ver HTTP/1.1 hdr Host localhost
-    http-check expect status 200
-    stick-table type string len 64 size 100k expire 30m
-    stick match req.hdr(mcp-session-id)
-    stick store-response res.hdr(mcp-session-id)
+{documented_backend()}
 {servers}
 """
 
