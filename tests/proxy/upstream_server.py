@@ -251,7 +251,18 @@ def build() -> Server:
         **listen,
     )
     server.middleware.append(record_traffic)
+    if os.environ.get("UPSTREAM_LEGACY_ONLY") == "1":
+        server.middleware.append(no_discover)
     return server
+
+
+async def no_discover(ctx, call_next):
+    """UPSTREAM_LEGACY_ONLY=1 on stdio: answer server/discover as a server from before 2026-07-28 does."""
+    if ctx.method == "server/discover":
+        from mcp.shared.exceptions import MCPError
+
+        raise MCPError(types.METHOD_NOT_FOUND, "Method not found")
+    return await call_next(ctx)
 
 
 async def main() -> None:
