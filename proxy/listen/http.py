@@ -60,7 +60,7 @@ from proxy.core.jsonrpc import wire_problem
 from proxy.listen.answer import RESUMABLE_SINCE, SCOPE_KEY, Answer, Streams
 from proxy.listen.health import Health
 from proxy.listen.router import StreamRouter
-from proxy.listen.sessionless import Sessionless
+from proxy.listen.sessionless import Sessionless, forwarded_spec
 from proxy.session import GateSettings, UpstreamSpec, run_session
 
 logger = logging.getLogger("mcp-schema-gate")
@@ -195,6 +195,9 @@ class GateApp:
         self.sessions: dict[str, StreamableHTTPServerTransport] = {}
         self.streams: dict[str, Streams] = {}  # each session's resumable answer streams
         self.session_scopes: dict[str, anyio.CancelScope] = {}
+        # Each session's hash of its --forward-header values: its upstream was opened with them, so a
+        # request carrying others must not ride on it.
+        self.session_keys: dict[str, str] = {}
         self.sse_sessions = 0
         self.health = Health(spec)
         self.sessionless = Sessionless(spec, settings, task_group, stop, pool=listen.upstream_pool,
@@ -279,10 +282,10 @@ class GateApp:
 
         return replay
 
-    async def _session(self, streams: Any, bind: Any = None) -> None:
+    async def _session(self, streams: Any, bind: Any = None, spec: UpstreamSpec | None = None) -> None:
         """One client session; whatever goes wrong in it ends that session only, never the server."""
         try:
-            await run_session(streams, self.spec, self.settings, stop=self.stop, bind=bind)
+            await run_session(streams, spec or self.spec, self.settings, stop=self.stop, bind=bind)
         except Exception:
             logger.exception("mcp-schema-gate: a session failed; it is closed, the others go on")
 
@@ -314,6 +317,10 @@ class GateApp:
             transport = self.sessions.get(session_id)
             if transport is None:
                 return await refusal(404, "Session not found")(scope, receive, send)
+            if self.listen.forward_headers and self._forwarded(headers)[0] != self.session_keys.get(session_id):
+                return await refusal(403, "Forbidden: this request's forwarded headers ("
+                                     f"{', '.join(self.listen.forward_headers)}) differ from the ones the session "
+                                     "was opened with; open a new session")(scope, receive, send)
             await self._handle(transport, scope, receive, send, session_id)
             if transport.is_terminated:
                 self._end(session_id)
@@ -328,7 +335,9 @@ class GateApp:
         transport = StreamableHTTPServerTransport(mcp_session_id=session_id, idle_timeout=self.listen.idle_timeout,
                                                   is_json_response_enabled=True)
         self.sessions[session_id] = transport
-        await self._tg.start(self._run_streamable, session_id, transport)
+        key, spec = self._forwarded(headers)
+        self.session_keys[session_id] = key
+        await self._tg.start(self._run_streamable, session_id, transport, spec)
         status: list[int] = []
 
         async def watch(message: dict) -> None:
@@ -365,7 +374,13 @@ class GateApp:
             await transport.handle_request(scope, receive, answer.send)
             tg.cancel_scope.cancel()
 
-    async def _run_streamable(self, session_id: str, transport: StreamableHTTPServerTransport,
+    def _forwarded(self, headers: Headers) -> tuple[str, UpstreamSpec]:
+        """(key, the upstream spec) for the client's --forward-header values (proxy/listen/sessionless.py)."""
+        if not self.listen.forward_headers:
+            return "", self.spec
+        return forwarded_spec(self.spec, self.listen.forward_headers, {k.lower(): v for k, v in headers.items()})
+
+    async def _run_streamable(self, session_id: str, transport: StreamableHTTPServerTransport, spec: UpstreamSpec,
                               *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
         scope = anyio.CancelScope()
         self.session_scopes[session_id] = scope
@@ -377,7 +392,7 @@ class GateApp:
                     idle = transport.idle_scope or anyio.CancelScope()
                     try:
                         with idle:
-                            await self._session(router.streams, bind=router.bind)
+                            await self._session(router.streams, bind=router.bind, spec=spec)
                         if idle.cancel_called and not scope.cancel_called:
                             logger.warning("mcp-schema-gate: session %s idle for %ss, closed", session_id,
                                            self.listen.idle_timeout)
@@ -392,6 +407,7 @@ class GateApp:
             self.sessions.pop(session_id, None)
             self.session_scopes.pop(session_id, None)
             self.streams.pop(session_id, None)
+            self.session_keys.pop(session_id, None)
 
     def _end(self, session_id: str) -> None:
         self.sessions.pop(session_id, None)

@@ -98,12 +98,7 @@ class Sessionless:
     # ---- the shared upstreams ---------------------------------------------------------
 
     def _key_and_spec(self, headers: Mapping[str, str]) -> tuple[str, UpstreamSpec]:
-        forwarded = {name: headers[name] for name in self._forward if name in headers}
-        digest = hashlib.sha256(json.dumps([self.spec.describe(), self.spec.headers or {}, forwarded],
-                                           sort_keys=True).encode()).hexdigest()[:16]
-        if not forwarded:
-            return digest, self.spec
-        return digest, replace(self.spec, headers={**(self.spec.headers or {}), **forwarded})
+        return forwarded_spec(self.spec, self._forward, headers)
 
     async def _shared(self, headers: Mapping[str, str]) -> SharedUpstream:
         key, spec = self._key_and_spec(headers)
@@ -280,6 +275,20 @@ class Sessionless:
         if entry is None or not isinstance(entry.input_schema, dict):
             return None
         return validate_mcp_param_headers(entry.input_schema, arguments or {}, headers)
+
+
+def forwarded_spec(spec: UpstreamSpec, names: tuple[str, ...], headers: Mapping[str, str]) -> tuple[str, UpstreamSpec]:
+    """(key, spec): the upstream with the client's `--forward-header` values added, and a hash naming them.
+
+    `headers` keyed by lower-case name. The key stands for everything sent to
+    the upstream that can change what it lists; it is safe to log, the values are not.
+    """
+    forwarded = {name: headers[name] for name in names if name in headers}
+    digest = hashlib.sha256(json.dumps([spec.describe(), spec.headers or {}, forwarded],
+                                       sort_keys=True).encode()).hexdigest()[:16]
+    if not forwarded:
+        return digest, spec
+    return digest, replace(spec, headers={**(spec.headers or {}), **forwarded})
 
 
 def _error(request_id: Any, code: int, message: str, data: Any = None) -> types.JSONRPCError:

@@ -348,3 +348,31 @@ def test_forward_header_with_a_stdio_upstream_is_a_usage_error() -> None:
     done = subprocess.run([sys.executable, "-m", "proxy", "--listen", "http://127.0.0.1:0", "--forward-header",
                            "X-Tenant", "--", "true"], capture_output=True, text=True, timeout=30)
     assert done.returncode == 2 and "--forward-header" in done.stderr and "HTTP --upstream" in done.stderr
+
+
+async def test_a_session_is_opened_with_its_forwarded_credential_and_keeps_it(record: Path) -> None:
+    """--forward-header applies to sessions too: the session's upstream gets the credential of its initialize,
+    and a request in that session carrying another credential is refused (403), never forwarded."""
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    with anyio.fail_after(60):
+        async with gate_in_front_of(record, "http", "--forward-header", "Authorization",
+                                    UPSTREAM_TENANT_TOOLS="1") as (url, _, _):
+            async with create_mcp_http_client(headers={"Authorization": "Bearer beta"}) as http:
+                async with Client(streamable_http_client(url, http_client=http), mode="legacy", cache=None) as client:
+                    assert (await client.call_tool("tenant", {"x": "b"})).content[0].text == "tenant Bearer beta got 'b'"
+                    assert (await client.call_tool("tenant", {"x": 1})).is_error
+            async with raw_client(authorization="Bearer alpha") as raw:
+                init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
+                opened = await raw.post(url, content=json.dumps(init))
+                session = {"mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+                call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                        "params": {"name": "tenant", "arguments": {"x": 7}}}
+                switched = await raw.post(url, content=json.dumps(call),
+                                          headers={**session, "authorization": "Bearer beta"})
+                assert switched.status_code == 403
+                kept = await raw.post(url, content=json.dumps(call), headers=session)
+                assert answer_messages(kept)[-1]["result"]["content"][0]["text"] == "tenant Bearer alpha got 7"
+    assert [c["arguments"] for c in calls(record) if c["name"] == "tenant"] == [{"x": "b"}, {"x": 7}]
