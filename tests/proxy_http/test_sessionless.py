@@ -376,3 +376,19 @@ async def test_a_session_is_opened_with_its_forwarded_credential_and_keeps_it(re
                 kept = await raw.post(url, content=json.dumps(call), headers=session)
                 assert answer_messages(kept)[-1]["result"]["content"][0]["text"] == "tenant Bearer alpha got 7"
     assert [c["arguments"] for c in calls(record) if c["name"] == "tenant"] == [{"x": "b"}, {"x": 7}]
+
+
+async def test_an_unreachable_upstream_is_said_so_and_tried_again_on_the_next_request(record: Path) -> None:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # nothing listens here once the socket is closed
+    with anyio.fail_after(60):
+        async with http_gate(record, "http", f"http://127.0.0.1:{port}/mcp") as (url, proc):
+            for attempt in range(2):
+                reply = await post_fresh(url, *request(attempt, "tools/call",
+                                                       {"name": "echo", "arguments": {"text": "x"}}))
+                error = answer_messages(reply)[-1]["error"]
+                assert error["code"] == types.INTERNAL_ERROR and "cannot be reached" in error["message"]
+    assert proc.stderr.count(b"cannot be reached") >= 2  # the second request tried again
