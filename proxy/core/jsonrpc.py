@@ -279,6 +279,7 @@ def fold(name: str) -> str:
 
 _FOLDED_ENVELOPE = {fold(m): m for m in ENVELOPE_MEMBERS}
 _FOLDED_CALL = {fold(m): m for m in CALL_MEMBERS}
+assert all(fold(m) == m for m in (*ENVELOPE_MEMBERS, *CALL_MEMBERS))  # what _variant's shortcut relies on
 
 
 class _Ambiguous(ValueError):
@@ -312,6 +313,8 @@ def _pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def _variant(obj: dict[str, Any], members: dict[str, str]) -> str | None:
     for key in obj:
+        if key in members:  # a member's own name (every name the gate reads is its own folding)
+            continue
         canonical = members.get(fold(key))
         if canonical is not None and canonical != key:
             return f"the member name {json.dumps(key)} is a variant of {json.dumps(canonical)}"

@@ -116,6 +116,7 @@ class Relay:
         self.answer_cancelled = False
         self._cancel_answered: OrderedDict[Key, None] = OrderedDict()
         self._drained = anyio.Event()
+        self._draining = False  # the client closed its input: _drained is awaited (checked on every answer)
         self._own_prefix = f"mcp-schema-gate-{uuid.uuid4().hex}-"
         self._own_ids = itertools.count(1)
         self._own_waiters: dict[str, list[Any]] = {}  # id -> [event, outcome]
@@ -172,7 +173,7 @@ class Relay:
         entry = self.inflight.pop(id_key(request_id), None)
         if entry is not None and entry.progress_token is not None:
             self.by_token.pop(entry.progress_token, None)
-        if self._settled():
+        if self._draining and self._settled():
             self._drained.set()
 
     def standing(self, request_id: Any) -> None:
@@ -180,7 +181,7 @@ class Relay:
         entry = self.inflight.get(id_key(request_id))
         if entry is not None:
             entry.standing = True
-        if self._settled():
+        if self._draining and self._settled():
             self._drained.set()
 
     def _settled(self) -> bool:
@@ -244,6 +245,7 @@ class Relay:
                 await self._pump_client()
                 # Give requests already sent their answers, then stop.
                 with anyio.move_on_after(self._drain_timeout):
+                    self._draining = True
                     if not self._settled():
                         self._drained = anyio.Event()
                         await self._drained.wait()

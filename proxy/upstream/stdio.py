@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import anyio
 from mcp.os.posix.utilities import terminate_posix_process_tree
 
-from proxy.core.framing import MAX_LINE_BYTES, PipeReadStream, PipeWriteStream
+from proxy.core.framing import MAX_LINE_BYTES, LineReader, PipeReadStream, PipeWriteStream
 
 if TYPE_CHECKING:
     from proxy.core.catalog import Catalog
@@ -43,6 +43,16 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
         pass
 
 
+class _LineProtocol(asyncio.subprocess.SubprocessStreamProtocol):
+    """asyncio's protocol for create_subprocess_exec, with the child's stdout read by a LineReader."""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        if self.stdout is not None:  # no data has arrived yet: swap the reader before any does
+            self.stdout = LineReader(MAX_LINE_BYTES)
+            self.stdout.set_transport(transport.get_pipe_transport(1))  # type: ignore[attr-defined]
+
+
 @asynccontextmanager
 async def upstream_stdio(command: list[str], cwd: str | None = None) -> AsyncIterator[StreamPair]:
     """Spawn the upstream server; yields (read_stream, write_stream). Its stderr is ours.
@@ -51,11 +61,15 @@ async def upstream_stdio(command: list[str], cwd: str | None = None) -> AsyncIte
     wait, then SIGTERM and SIGKILL the whole process group (it runs in a
     session of its own, so grandchildren such as `npx`'s node go too).
     """
-    process = await asyncio.create_subprocess_exec(
+    # asyncio.create_subprocess_exec, spelled out to choose the protocol.
+    loop = asyncio.get_running_loop()
+    transport, protocol = await loop.subprocess_exec(
+        lambda: _LineProtocol(limit=MAX_LINE_BYTES, loop=loop),
         *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=sys.stderr,
-        env=dict(os.environ), cwd=cwd, start_new_session=True, limit=MAX_LINE_BYTES,
+        env=dict(os.environ), cwd=cwd, start_new_session=True,
         preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
     )
+    process = asyncio.subprocess.Process(transport, protocol, loop)
     try:
         yield PipeReadStream(process.stdout, None, strict=False), PipeWriteStream(process.stdin, None)
     finally:
