@@ -177,6 +177,13 @@ class PipeReadStream:
         return self
 
     async def __anext__(self) -> SessionMessage | Exception:
+        reader = self._reader
+        if type(reader) is LineReader:  # receive() without its layers: this runs for every message
+            while line := await reader.next_line():
+                item = parse_line(line, strict=self._strict)
+                if item is not None:
+                    return item
+            raise StopAsyncIteration
         try:
             return await self.receive()
         except anyio.EndOfStream:

@@ -324,11 +324,13 @@ def _variant(obj: dict[str, Any], members: dict[str, str]) -> str | None:
 _SLOW = object()
 
 
-def _tally(value: Any) -> int:
+def _tally(value: Any, plain: bool) -> int:
     """Members of every object plus the ':' in every string (names and values) of a parsed value.
 
     -1 when one object has two member names that fold alike (see _pairs),
-    which only the slow path can word.
+    which only the slow path can word. `plain`: the frame is ASCII without
+    any \\u escape, so every name is ASCII without NUL or \\x01, and folds
+    as lower() does.
     """
     kind = type(value)
     if kind is str:
@@ -337,10 +339,16 @@ def _tally(value: Any) -> int:
         count = len(value)
         if count:
             names = "\x01".join(value)
-            if count > 1 and not (names.isascii() and "\x00" not in names
-                                  and len({name.lower() for name in value}) == count):
-                if len({fold(name) for name in value}) != count:
-                    return -1
+            if count > 1:
+                if plain:
+                    lowered = names.lower()
+                    # Names already in lower case cannot collide; others are compared lowered.
+                    if lowered != names and len(set(lowered.split("\x01"))) != count:
+                        return -1
+                elif not (names.isascii() and "\x00" not in names
+                          and len({name.lower() for name in value}) == count):
+                    if len({fold(name) for name in value}) != count:
+                        return -1
             count += names.count(":")
         items: Any = value.values()
     elif kind is list:
@@ -352,7 +360,7 @@ def _tally(value: Any) -> int:
         if kind is str:
             count += item.count(":")
         elif kind is dict or kind is list:
-            sub = _tally(item)
+            sub = _tally(item, plain)
             if sub < 0:
                 return -1
             count += sub
@@ -374,11 +382,12 @@ def _fast_strict(data: bytes) -> Any:
     limit), and reads every value it accepts as json.loads does (integers of
     any size stay integers); all of that goes the slow way.
     """
-    if b"\\u003" in data:
+    plain = data.isascii() and b"\\u" not in data
+    if not plain and b"\\u003" in data:
         return _SLOW
     try:
         value = _decode(data)
-        count = _tally(value)
+        count = _tally(value, plain)
     except (msgspec.DecodeError, RecursionError):
         return _SLOW
     if count != data.count(b":"):
