@@ -3,7 +3,9 @@
 The SDK's stdio transports put a task and a zero-buffer memory stream between
 the pipe and the session for every message; these streams are read and
 written from the relay's own tasks instead, and parse ids without the SDK's
-losses (see jsonrpc.parse_line). They have the shape of the SDK's streams
+losses (see jsonrpc.parse_line). What they read is a `jsonrpc.Frame` for the
+usual message (no pydantic model), and what they write is the raw line when
+the message has one. They have the shape of the SDK's streams
 (`receive()` / `send()` of `SessionMessage`), so the relay cannot tell them
 from any other transport.
 """
