@@ -11,9 +11,11 @@ system of the gate process, read from /proc/PID/stat around the measured
 calls; Linux only).
 
 `--baseline-ref REF` also runs the gate of commit REF (checked out once into a
-`git worktree` under the system temp directory) in the same rounds,
-interleaved with the current tree, so the two are compared under the same
-load; `/proc/loadavg` is printed at each round.
+`git worktree` under the system temp directory) in the same rounds, so the
+two are compared under the same load. Within a round every side's process
+stays up and the sides take turns every `--block` calls; the CPU figure per
+round is the sum over that side's blocks. `/proc/loadavg` is printed at each
+round.
 
     .venv/bin/python scripts/bench_proxy.py [--calls 2000] [--warmup 200] [--json]
     .venv/bin/python scripts/bench_proxy.py --calls 1500 --warmup 200 --rounds 3 --baseline-ref bd7450d
@@ -135,6 +137,10 @@ def baseline_tree(ref: str) -> Path:
     return path
 
 
+def rejected_label(label: str) -> str:
+    return "rejected" if label == "proxied" else f"rejected-{label}"
+
+
 def stats(samples: list[float]) -> dict[str, float]:
     ordered = sorted(samples)
     return {"median_ms": statistics.median(ordered), "p99_ms": ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]}
@@ -144,7 +150,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--warmup", type=int, default=200)
-    parser.add_argument("--rounds", type=int, default=3, help="alternate direct/proxied this many times")
+    parser.add_argument("--rounds", type=int, default=3, help="start every side anew this many times")
+    parser.add_argument("--block", type=int, default=100,
+                        help="calls each side makes before the next side's turn (interleaving within a round)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--bare-upstream", action="store_true",
                         help="strip the SDK server's default (no-op) OpenTelemetry middleware: a faster baseline")
@@ -176,24 +184,40 @@ def main() -> int:
     results: dict[str, list[float]] = {}
     cpu: dict[str, list[float]] = {}  # CPU seconds of the gate process per round
     calls_per_round = args.calls
-    # Interleave rounds so drift on a shared 2-core machine hits every side alike;
-    # the gates' order alternates from round to round.
+    # Interleave so that drift on a shared 2-core machine hits every side alike:
+    # in each round every side's process is started and warmed up, then the
+    # sides take turns, --block calls at a time (their order alternating).
     for round_no in range(args.rounds):
-        gates = sides[1:] if round_no % 2 == 0 else sides[:0:-1]
         if not args.json:
             print(f"round {round_no + 1}: load average {loadavg()}", flush=True)
-        for label, command, root in [sides[0], *gates]:
-            client = LineClient(command, root)
-            try:
+        clients: dict[str, LineClient] = {}
+        try:
+            for label, command, root in sides:
+                clients[label] = client = LineClient(command, root)
                 client.start()
-                gate = label != "direct"
-                results.setdefault(label, []).extend(measure(
-                    client, {"text": "hello"}, args.calls, args.warmup, False, cpu.setdefault(label, []) if gate else None))
-                if gate:
-                    rejected = "rejected" if label == "proxied" else f"rejected-{label}"
-                    results.setdefault(rejected, []).extend(measure(
-                        client, {"text": ""}, args.calls, args.warmup, True, cpu.setdefault(rejected, [])))
-            finally:
+                measure(client, {"text": "hello"}, 0, args.warmup, False)
+                if label != "direct":
+                    measure(client, {"text": ""}, 0, args.warmup, True)
+                    cpu.setdefault(label, []).append(0.0)
+                    cpu.setdefault(rejected_label(label), []).append(0.0)
+            done = 0
+            while done < args.calls:
+                block = min(args.block, args.calls - done)
+                order = sides if (done // args.block) % 2 == 0 else sides[::-1]
+                for label, _, _ in order:
+                    client = clients[label]
+                    gate = label != "direct"
+                    spent: list[float] = []
+                    results.setdefault(label, []).extend(measure(
+                        client, {"text": "hello"}, block, 0, False, spent if gate else None))
+                    if gate:
+                        cpu[label][-1] += spent.pop()
+                        results.setdefault(rejected_label(label), []).extend(measure(
+                            client, {"text": ""}, block, 0, True, spent))
+                        cpu[rejected_label(label)][-1] += spent.pop()
+                done += block
+        finally:
+            for client in clients.values():
                 client.close()
     load_after = loadavg()
 
@@ -219,7 +243,7 @@ def main() -> int:
         return 0
     print(f"load average after: {load_after}")
     print(f"tools/call round trip, sequential, {report['calls_per_side']} calls per side "
-          f"({args.rounds} interleaved rounds)")
+          f"({args.rounds} rounds, sides taking turns every {args.block} calls)")
     print(f"{'':26}{'median ms':>10}{'p99 ms':>10}{'gate CPU us/call':>18}  (per round)")
     rows = [("direct", "direct"), ("proxied", "through the proxy"), ("rejected", "rejected by the gate")]
     if args.baseline_ref:
