@@ -247,7 +247,8 @@ def main() -> int:
     print(f"{'':26}{'median ms':>10}{'p99 ms':>10}{'gate CPU us/call':>18}  (per round)")
     rows = [("direct", "direct"), ("proxied", "through the proxy"), ("rejected", "rejected by the gate")]
     if args.baseline_ref:
-        rows += [("baseline", f"through {args.baseline_ref}"), ("rejected-baseline", f"rejected by {args.baseline_ref}")]
+        rows += [("baseline", f"through {args.baseline_ref}"),
+                 ("rejected-baseline", f"rejected by {args.baseline_ref}")]
     for label, title in rows:
         row = report[label]
         cpu_text = ""

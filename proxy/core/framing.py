@@ -48,6 +48,7 @@ class LineReader(asyncio.StreamReader):
         self._ended = False
         self._failure: BaseException | None = None
         self._line_waiter: asyncio.Future[None] | None = None
+        self._running_loop: asyncio.AbstractEventLoop | None = None
         self._pipe: Any = None
         self._reading_paused = False
 
@@ -126,7 +127,9 @@ class LineReader(asyncio.StreamReader):
                 raise self._failure
             if self._ended:
                 return b""
-            self._line_waiter = asyncio.get_running_loop().create_future()
+            if self._running_loop is None:  # looked up once: on 3.11 each lookup costs a getpid() system call
+                self._running_loop = asyncio.get_running_loop()
+            self._line_waiter = self._running_loop.create_future()
             try:
                 await self._line_waiter
             finally:
