@@ -121,7 +121,7 @@ class LineReader(asyncio.StreamReader):
         self._wake()
 
     async def next_line(self) -> bytes:
-        """The next line (without its newline), or b"" at the end of the stream."""
+        """The next line (a whole chunk keeps its newline, a cut one has none), or b"" at the end of the stream."""
         while not self._lines:
             if self._failure is not None:
                 raise self._failure
