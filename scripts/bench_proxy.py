@@ -100,6 +100,15 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime (fields 14, 15)
 
 
+def run_seconds(pid: int) -> float:
+    """Time on a CPU of one process's threads, in ns resolution, from /proc/PID/task/*/schedstat."""
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+            total += int(f.read().split()[0])
+    return total / 1e9
+
+
 def loadavg() -> str:
     try:
         with open("/proc/loadavg") as f:
@@ -110,11 +119,17 @@ def loadavg() -> str:
 
 def measure(client: LineClient, arguments: dict, calls: int, warmup: int, expect_error: bool,
             cpu: list[float] | None = None) -> list[float]:
-    """Round-trip times in ms; with `cpu`, appends the process's CPU seconds spent on the measured calls."""
+    """Round-trip times in ms; with `cpu`, appends the process's CPU seconds spent on the measured calls.
+
+    Two figures: user + system time from /proc/PID/stat (clock ticks, 10 ms
+    each, so a block of calls is charged whole ticks, right on average), and
+    the run time from schedstat (ns).
+    """
     samples = []
     for i in range(warmup + calls):
         if i == warmup and cpu is not None:
             cpu_start = cpu_seconds(client.process.pid)
+            run_start = run_seconds(client.process.pid)
         start = time.perf_counter()
         reply = client.request("tools/call", {"name": "echo", "arguments": arguments})
         elapsed = time.perf_counter() - start
@@ -123,6 +138,7 @@ def measure(client: LineClient, arguments: dict, calls: int, warmup: int, expect
             samples.append(elapsed * 1000)
     if cpu is not None:
         cpu.append(cpu_seconds(client.process.pid) - cpu_start)
+        cpu.append(run_seconds(client.process.pid) - run_start)
     return samples
 
 
@@ -182,7 +198,8 @@ def main() -> int:
         sides.append(("baseline", proxied_cmd, baseline_tree(args.baseline_ref)))
 
     results: dict[str, list[float]] = {}
-    cpu: dict[str, list[float]] = {}  # CPU seconds of the gate process per round
+    cpu: dict[str, list[float]] = {}  # CPU seconds of the gate process per round (/proc/PID/stat)
+    run: dict[str, list[float]] = {}  # the same from schedstat
     calls_per_round = args.calls
     # Interleave so that drift on a shared 2-core machine hits every side alike:
     # in each round every side's process is started and warmed up, then the
@@ -198,8 +215,9 @@ def main() -> int:
                 measure(client, {"text": "hello"}, 0, args.warmup, False)
                 if label != "direct":
                     measure(client, {"text": ""}, 0, args.warmup, True)
-                    cpu.setdefault(label, []).append(0.0)
-                    cpu.setdefault(rejected_label(label), []).append(0.0)
+                    for name in (label, rejected_label(label)):
+                        cpu.setdefault(name, []).append(0.0)
+                        run.setdefault(name, []).append(0.0)
             done = 0
             while done < args.calls:
                 block = min(args.block, args.calls - done)
@@ -211,9 +229,11 @@ def main() -> int:
                     results.setdefault(label, []).extend(measure(
                         client, {"text": "hello"}, block, 0, False, spent if gate else None))
                     if gate:
+                        run[label][-1] += spent.pop()
                         cpu[label][-1] += spent.pop()
                         results.setdefault(rejected_label(label), []).extend(measure(
                             client, {"text": ""}, block, 0, True, spent))
+                        run[rejected_label(label)][-1] += spent.pop()
                         cpu[rejected_label(label)][-1] += spent.pop()
                 done += block
         finally:
@@ -226,6 +246,7 @@ def main() -> int:
         per_call = [s / calls_per_round * 1e6 for s in seconds]
         report[label]["cpu_us_per_call"] = sum(seconds) / (calls_per_round * len(seconds)) * 1e6
         report[label]["cpu_us_per_call_rounds"] = per_call
+        report[label]["schedstat_us_per_call"] = sum(run[label]) / (calls_per_round * len(run[label])) * 1e6
     direct, proxied, rejected = report["direct"], report["proxied"], report["rejected"]
     report["added_median_ms"] = proxied["median_ms"] - direct["median_ms"]
     report["ratio_median"] = proxied["median_ms"] / direct["median_ms"]
@@ -237,6 +258,7 @@ def main() -> int:
         report["baseline_ref"] = args.baseline_ref
         report["baseline_added_median_ms"] = baseline["median_ms"] - direct["median_ms"]
         report["cpu_ratio_vs_baseline"] = proxied["cpu_us_per_call"] / baseline["cpu_us_per_call"]
+        report["schedstat_ratio_vs_baseline"] = proxied["schedstat_us_per_call"] / baseline["schedstat_us_per_call"]
     report["load_average_after"] = load_after
     if args.json:
         print(json.dumps(report, indent=2))
@@ -244,7 +266,7 @@ def main() -> int:
     print(f"load average after: {load_after}")
     print(f"tools/call round trip, sequential, {report['calls_per_side']} calls per side "
           f"({args.rounds} rounds, sides taking turns every {args.block} calls)")
-    print(f"{'':26}{'median ms':>10}{'p99 ms':>10}{'gate CPU us/call':>18}  (per round)")
+    print(f"{'':26}{'median ms':>10}{'p99 ms':>10}{'gate CPU us/call':>18}{'schedstat':>11}  (stat, per round)")
     rows = [("direct", "direct"), ("proxied", "through the proxy"), ("rejected", "rejected by the gate")]
     if args.baseline_ref:
         rows += [("baseline", f"through {args.baseline_ref}"),
@@ -254,12 +276,13 @@ def main() -> int:
         cpu_text = ""
         if "cpu_us_per_call" in row:
             spread = ", ".join(f"{v:.0f}" for v in row["cpu_us_per_call_rounds"])
-            cpu_text = f"{row['cpu_us_per_call']:>18.1f}  ({spread})"
+            cpu_text = f"{row['cpu_us_per_call']:>18.1f}{row['schedstat_us_per_call']:>11.1f}  ({spread})"
         print(f"{title:26}{row['median_ms']:>10.3f}{row['p99_ms']:>10.3f}{cpu_text}")
     print(f"added median latency: {report['added_median_ms']:.3f} ms")
     if args.baseline_ref:
         print(f"added median latency of {args.baseline_ref}: {report['baseline_added_median_ms']:.3f} ms")
-        print(f"gate CPU per forwarded call against {args.baseline_ref}: {report['cpu_ratio_vs_baseline']:.2f}x")
+        print(f"gate CPU per forwarded call against {args.baseline_ref}: {report['cpu_ratio_vs_baseline']:.2f}x "
+              f"(schedstat: {report['schedstat_ratio_vs_baseline']:.2f}x)")
     print(f"ratio proxied/direct: median {report['ratio_median']:.2f}x, p99 {report['ratio_p99']:.2f}x")
     print(f"ratio rejected/direct median: {report['rejected_vs_direct_median']:.2f}x")
     return 0
