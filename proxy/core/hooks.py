@@ -16,14 +16,21 @@ import time
 from typing import Any, TextIO
 
 import anyio
-import mcp_types as types
 from mcp.shared.message import SessionMessage
 from validator import InputSchemaError
 
 from proxy.core.audit import AuditLog
 from proxy.core.catalog import Catalog
 from proxy.core.gate import Gate, Rejection
-from proxy.core.jsonrpc import REQUEST_METHODS, error_message, modern_envelope, result_message
+from proxy.core.jsonrpc import (
+    REQUEST_METHODS,
+    Envelope,
+    envelope_of,
+    error_message,
+    modern_envelope,
+    result_message,
+    validated_copy,
+)
 from proxy.core.outputs import OutputChecker, Result, summary as output_summary
 from proxy.core.relay import Relay, UpstreamError, UpstreamGone
 from proxy.metrics import NO_METRICS, NoMetrics
@@ -68,8 +75,8 @@ class GuardHooks:
     # ---- client → upstream ------------------------------------------------------
 
     async def from_client(self, relay: Relay, message: SessionMessage) -> bool:
-        inner = message.message
-        if isinstance(inner, types.JSONRPCRequest):
+        inner = envelope_of(message)
+        if inner.kind == "request":
             method = inner.method
             if method == "initialize":
                 self._handshake, self._envelope = True, None
@@ -81,11 +88,11 @@ class GuardHooks:
                     # first enveloped request is the sign requests are allowed.
                     self._start_build(relay)
             if method == "tools/call":
-                return await self._on_call(relay, inner)
+                return await self._on_call(relay, message, inner)
             if method == "subscriptions/listen":
                 relay.standing(inner.id)  # its answer is the end of the stream: no reason to wait for it at exit
             return False
-        if isinstance(inner, types.JSONRPCNotification):
+        if inner.kind == "notification":
             if inner.method == "notifications/initialized":
                 await relay.to_upstream(message)  # the upstream must see it before our tools/list
                 self._start_build(relay)
@@ -95,7 +102,7 @@ class GuardHooks:
                 return True
         return False
 
-    def _drop_request_as_notification(self, notification: types.JSONRPCNotification) -> None:
+    def _drop_request_as_notification(self, notification: Envelope) -> None:
         """A request method without an id: it can get no answer, and a server might still act on it."""
         name = notification.params.get("name") if isinstance(notification.params, dict) else None
         logger.warning("mcp-schema-gate: dropped a %s sent as a notification (no id): a request method "
@@ -104,13 +111,13 @@ class GuardHooks:
             self.audit.record(Rejection(name if isinstance(name, str) else None, "notification_request",
                                         f"{notification.method} sent without an id; dropped"), None)
 
-    async def _on_call(self, relay: Relay, request: types.JSONRPCRequest) -> bool:
+    async def _on_call(self, relay: Relay, message: SessionMessage, request: Envelope) -> bool:
         if self.metrics.enabled and (flight := relay.request(request.id)) is not None:
             flight.seen = time.perf_counter()
         if self.catalog.built.is_set() and self._stale is None and not self._expired():
             rejection = self._check(request.params)
             if rejection is None or rejection.kind != "unknown_tool":
-                return await self._finish(relay, request, rejection)
+                return await self._finish(relay, message, request, rejection)
         # The catalog is not ready, a newer revision is on its way, or the tool
         # is unknown and may deserve a refresh: decide off the pump so other
         # traffic keeps flowing.
@@ -118,18 +125,19 @@ class GuardHooks:
         entry = relay.request(request.id)
         if entry is not None:
             entry.deciding = scope
-        relay.spawn(self._deferred_call, relay, request, scope)
+        relay.spawn(self._deferred_call, relay, message, request, scope)
         return True
 
-    async def _deferred_call(self, relay: Relay, request: types.JSONRPCRequest, scope: anyio.CancelScope) -> None:
+    async def _deferred_call(self, relay: Relay, message: SessionMessage, request: Envelope,
+                             scope: anyio.CancelScope) -> None:
         with scope:
             rejection = await self._decide(relay, request)
             entry = relay.request(request.id)
             if entry is not None:
                 entry.deciding = None
-            await self._finish(relay, request, rejection)
+            await self._finish(relay, message, request, rejection)
 
-    async def _decide(self, relay: Relay, request: types.JSONRPCRequest) -> Rejection | None:
+    async def _decide(self, relay: Relay, request: Envelope) -> Rejection | None:
         if not self.catalog.built.is_set():
             self._start_build(relay)
             await self.catalog.built.wait()
@@ -169,17 +177,18 @@ class GuardHooks:
         self.metrics.validation_time("arguments", time.perf_counter() - start)
         return rejection
 
-    async def _finish(self, relay: Relay, request: types.JSONRPCRequest, rejection: Rejection | None) -> bool:
-        """Forward the request exactly as validated, or answer it here."""
+    async def _finish(self, relay: Relay, message: SessionMessage, request: Envelope,
+                      rejection: Rejection | None) -> bool:
+        """Forward the request exactly as validated (re-serialized from its parsed value), or answer it here."""
         if rejection is None:
             if self._remember:
                 self._forwarding(relay, request)
-            await relay.to_upstream(SessionMessage(request))
+            await relay.to_upstream(validated_copy(message))
             return True
         await self._reject(relay, request, rejection)
         return True
 
-    def _forwarding(self, relay: Relay, request: types.JSONRPCRequest) -> None:
+    def _forwarding(self, relay: Relay, request: Envelope) -> None:
         """Note on the request's InFlight entry the tool (as validated) and when it was seen."""
         flight = relay.request(request.id)
         name = request.params.get("name")  # the gate checked params is a dict with a string name
@@ -190,7 +199,7 @@ class GuardHooks:
         flight.forwarded = Result(entry, label, flight.seen)
         self.metrics.forwarded(label)
 
-    async def _reject(self, relay: Relay, request: types.JSONRPCRequest, rejection: Rejection) -> None:
+    async def _reject(self, relay: Relay, request: Envelope, rejection: Rejection) -> None:
         if rejection.kind == "unknown_tool" and self.catalog.failure:
             rejection = Rejection(rejection.tool, rejection.kind, f"{rejection.message} ({self.catalog.failure})")
         if self.audit is not None:
@@ -210,8 +219,8 @@ class GuardHooks:
     # ---- upstream → client ------------------------------------------------------
 
     async def from_upstream(self, relay: Relay, message: SessionMessage) -> bool:
-        inner = message.message
-        if isinstance(inner, types.JSONRPCResponse):
+        inner = envelope_of(message)
+        if inner.kind == "response":
             request = relay.request(inner.id)
             if request is None:
                 return False
@@ -228,7 +237,7 @@ class GuardHooks:
                 # Re-serialized from the parsed value, so the client is shown
                 # exactly the schemas the catalog compiled (a raw line with
                 # duplicate keys could read differently in another parser).
-                await relay.forward_to_client(SessionMessage(inner))
+                await relay.forward_to_client(validated_copy(message))
                 return True
             if request.method == "server/discover":
                 self._start_build(relay)
@@ -236,13 +245,13 @@ class GuardHooks:
                 self._calls_answered += 1
                 if request.forwarded is not None:  # a call the gate forwarded: check, forward, measure
                     return await request.forwarded.deliver(relay, message, self.outputs, self.metrics)
-        elif isinstance(inner, types.JSONRPCError):
+        elif inner.kind == "error":
             request = relay.request(inner.id)
             if request is not None:
                 self.metrics.upstream_error("error_response")
                 if request.forwarded is not None:
                     return await request.forwarded.deliver(relay, message, None, self.metrics)
-        elif isinstance(inner, types.JSONRPCNotification) and inner.method == "notifications/tools/list_changed":
+        elif inner.kind == "notification" and inner.method == "notifications/tools/list_changed":
             if self._stale is None:
                 self._stale = anyio.Event()
             self._changes += 1

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, Protocol
 
 import mcp_types as types
+import msgspec
 from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -73,19 +74,139 @@ def result_message(request_id: Any, result: dict[str, Any]) -> SessionMessage:
     return SessionMessage(types.JSONRPCResponse(jsonrpc="2.0", id=request_id, result=result))
 
 
-@dataclass
-class WireMessage(SessionMessage):
-    """A SessionMessage that remembers the exact line it was parsed from.
+Kind = Literal["request", "notification", "response", "error"]
 
-    Forwarding that line instead of re-serializing keeps a relayed message
-    byte-identical (unknown top-level members, number spellings such as 1e400
-    that pydantic would turn into null, key order) and saves a serialization.
-    Whoever wants a message re-serialized from its parsed value (the gate, for
-    a tools/call, so that exactly the validated value is sent) builds a plain
-    SessionMessage instead.
+
+class Envelope(Protocol):
+    """What the relay and the hooks read of any message, whichever transport delivered it.
+
+    `Frame` (a line read from a pipe) is one; `envelope_of()` gives one for an
+    SDK SessionMessage. Members a kind does not have are None.
     """
 
-    raw: bytes | None = None
+    kind: Kind
+    id: Any
+    method: str | None
+    params: Any
+    result: Any
+    error: Any
+
+
+class Frame(SessionMessage):
+    """A SessionMessage parsed from one pipe line without the SDK's models: the parsed value and the raw line.
+
+    The pipe transports produce one per line of the usual shapes (see
+    `_kind_of`), so relaying a message costs no pydantic model. Forwarding
+    `raw` instead of re-serializing keeps a relayed message byte-identical
+    (unknown members, number spellings such as 1e400, key order). The SDK
+    model is built only when something asks for `.message` (an SDK transport
+    on the other side, the gate's own requests' replies). `validated_copy`
+    gives the copy without `raw` that the gate forwards after checking.
+    """
+
+    def __init__(self, kind: Kind, value: dict[str, Any], raw: bytes | None = None, metadata: Any = None) -> None:
+        self.kind = kind
+        self.value = value
+        self.raw = raw
+        self.metadata = metadata
+        self.id = value.get("id")
+        self.method = value.get("method")
+        self.params = value.get("params")
+        self.result = value.get("result")
+        self.error = value.get("error")
+        self._model: types.JSONRPCMessage | None = None
+
+    @property
+    def message(self) -> types.JSONRPCMessage:  # type: ignore[override]
+        if self._model is None:
+            # _kind_of only admits shapes this validates, as the kind it named.
+            self._model = types.jsonrpc_message_adapter.validate_python(self.value, by_name=False)
+        return self._model
+
+
+class _ModelEnvelope:
+    """The Envelope of a SessionMessage carrying an SDK model."""
+
+    __slots__ = ("kind", "id", "method", "params", "result", "error")
+
+    def __init__(self, message: types.JSONRPCMessage) -> None:
+        self.kind: Kind
+        if isinstance(message, types.JSONRPCRequest):
+            self.kind = "request"
+        elif isinstance(message, types.JSONRPCNotification):
+            self.kind = "notification"
+        elif isinstance(message, types.JSONRPCResponse):
+            self.kind = "response"
+        else:
+            self.kind = "error"
+        self.id = getattr(message, "id", None)
+        self.method = getattr(message, "method", None)
+        self.params = getattr(message, "params", None)
+        self.result = getattr(message, "result", None)
+        self.error = getattr(message, "error", None)
+
+
+def envelope_of(message: SessionMessage) -> Envelope:
+    return message if type(message) is Frame else _ModelEnvelope(message.message)
+
+
+# The members the SDK's model of each kind keeps, in its order (what its re-serialization writes).
+_MEMBERS: dict[str, tuple[str, ...]] = {
+    "request": ("jsonrpc", "id", "method", "params"),
+    "notification": ("jsonrpc", "method", "params"),
+    "response": ("jsonrpc", "id", "result"),
+    "error": ("jsonrpc", "id", "error"),
+}
+_MEMBER_SETS = {kind: frozenset(members) for kind, members in _MEMBERS.items()}
+_ERROR_MEMBERS = frozenset(("code", "message", "data"))
+
+
+def _kind_of(value: Any) -> Kind | None:
+    """The kind of a parsed message in a shape the SDK's model takes as exactly that kind, else None.
+
+    Anything unusual (unknown members, an id that is not a string or an
+    integer, params that are not an object, method beside result or error)
+    is None and goes the SDK's way in parse_line, whose diagnosis applies.
+    """
+    if type(value) is not dict or value.get("jsonrpc") != "2.0":
+        return None
+    if "method" in value:
+        if type(value["method"]) is not str or ("params" in value and type(value["params"]) is not dict):
+            return None
+        kind: Kind = "notification"
+        if "id" in value:
+            if type(value["id"]) is not int and type(value["id"]) is not str:
+                return None
+            kind = "request"
+    elif "result" in value:
+        if type(value["result"]) is not dict or type(value.get("id")) not in (int, str):
+            return None
+        kind = "response"
+    elif "error" in value:
+        error, request_id = value["error"], value.get("id")
+        if (type(error) is not dict or not error.keys() <= _ERROR_MEMBERS or type(error.get("code")) is not int
+                or type(error.get("message")) is not str or not (request_id is None or type(request_id) in (int, str))):
+            return None
+        kind = "error"
+    else:
+        return None
+    return kind if value.keys() <= _MEMBER_SETS[kind] else None
+
+
+def validated_copy(message: SessionMessage) -> SessionMessage:
+    """The message rebuilt from its parsed value: what the gate checked, not the bytes it was sent as.
+
+    Written by the receiving transport from the value (no raw line, no
+    transport metadata), with the members the SDK's model would write.
+    """
+    if type(message) is Frame:
+        value = message.value
+        return Frame(message.kind, {key: value[key] for key in _MEMBERS[message.kind] if key in value})
+    return SessionMessage(message.message)
+
+
+_encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.Decoder().decode
 
 
 def dump(message: SessionMessage) -> bytes:
@@ -93,7 +214,23 @@ def dump(message: SessionMessage) -> bytes:
     raw = getattr(message, "raw", None)
     if raw is not None:
         return raw
+    if type(message) is Frame and message._model is None:
+        try:
+            return _encode(message.value) + b"\n"
+        except (msgspec.EncodeError, TypeError, ValueError, OverflowError):
+            pass  # a lone surrogate in a string: as the SDK's model writes it
     return message.message.model_dump_json(by_alias=True, exclude_unset=True, warnings=False).encode() + b"\n"
+
+
+@dataclass
+class WireMessage(SessionMessage):
+    """A SessionMessage with an SDK model that remembers the exact line it was parsed from.
+
+    For the lines `Frame` does not take (unusual shapes, numbers msgspec
+    refuses such as 1e400): forwarded as the line, as a Frame is.
+    """
+
+    raw: bytes | None = None
 
 
 def meta_of(params: Any) -> dict[str, Any] | None:
@@ -142,6 +279,7 @@ def fold(name: str) -> str:
 
 _FOLDED_ENVELOPE = {fold(m): m for m in ENVELOPE_MEMBERS}
 _FOLDED_CALL = {fold(m): m for m in CALL_MEMBERS}
+assert all(fold(m) == m for m in (*ENVELOPE_MEMBERS, *CALL_MEMBERS))  # what _variant's shortcut relies on
 
 
 class _Ambiguous(ValueError):
@@ -175,10 +313,86 @@ def _pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def _variant(obj: dict[str, Any], members: dict[str, str]) -> str | None:
     for key in obj:
+        if key in members:  # a member's own name (every name the gate reads is its own folding)
+            continue
         canonical = members.get(fold(key))
         if canonical is not None and canonical != key:
             return f"the member name {json.dumps(key)} is a variant of {json.dumps(canonical)}"
     return None
+
+
+_SLOW = object()
+
+
+def _tally(value: Any, plain: bool) -> int:
+    """Members of every object plus the ':' in every string (names and values) of a parsed value.
+
+    -1 when one object has two member names that fold alike (see _pairs),
+    which only the slow path can word. `plain`: the frame is ASCII without
+    any \\u escape, so every name is ASCII without NUL or \\x01, and folds
+    as lower() does.
+    """
+    kind = type(value)
+    if kind is str:
+        return value.count(":")
+    if kind is dict:
+        count = len(value)
+        if count:
+            names = "\x01".join(value)
+            if count > 1:
+                if plain:
+                    lowered = names.lower()
+                    # Names already in lower case cannot collide; others are compared lowered.
+                    if lowered != names and len(set(lowered.split("\x01"))) != count:
+                        return -1
+                elif not (names.isascii() and "\x00" not in names
+                          and len({name.lower() for name in value}) == count):
+                    if len({fold(name) for name in value}) != count:
+                        return -1
+            count += names.count(":")
+        items: Any = value.values()
+    elif kind is list:
+        count, items = 0, value
+    else:
+        return 0
+    for item in items:
+        kind = type(item)
+        if kind is str:
+            count += item.count(":")
+        elif kind is dict or kind is list:
+            sub = _tally(item, plain)
+            if sub < 0:
+                return -1
+            count += sub
+    return count
+
+
+def _fast_strict(data: bytes) -> Any:
+    """The value strict_loads' object rules accept, parsed by msgspec, or _SLOW when that cannot be shown cheaply.
+
+    msgspec keeps the last of two equal member names without saying so, so
+    duplicates are ruled out by counting: outside strings, a JSON text has
+    exactly one ':' per object member, and inside strings a ':' byte is a
+    ':' character (UTF-8 never uses 0x3A in a multi-byte sequence), unless
+    it is written as an escape, \\u003a or \\u003A (frames containing
+    "\\u003" go the slow way). So the frame's ':' bytes equal the parsed
+    members plus the ':' characters in parsed strings exactly when no member
+    was dropped. msgspec refuses everything json.loads would refuse, and
+    more (NaN and Infinity, lone surrogates, a BOM, nesting deeper than its
+    limit), and reads every value it accepts as json.loads does (integers of
+    any size stay integers); all of that goes the slow way.
+    """
+    plain = data.isascii() and b"\\u" not in data
+    if not plain and b"\\u003" in data:
+        return _SLOW
+    try:
+        value = _decode(data)
+        count = _tally(value, plain)
+    except (msgspec.DecodeError, RecursionError):
+        return _SLOW
+    if count != data.count(b":"):
+        return _SLOW
+    return value
 
 
 def strict_loads(data: str | bytes) -> Any:
@@ -202,7 +416,9 @@ def strict_loads(data: str | bytes) -> Any:
         constants.append(token)
         return float(token)
 
-    value = json.loads(data, object_pairs_hook=_pairs, parse_constant=constant)
+    value = _fast_strict(data) if isinstance(data, bytes) else _SLOW
+    if value is _SLOW:
+        value = json.loads(data, object_pairs_hook=_pairs, parse_constant=constant)
     if isinstance(value, dict):
         reason = _variant(value, _FOLDED_ENVELOPE)
         if reason is None and "method" in value and ("result" in value or "error" in value):
@@ -266,26 +482,45 @@ def parse_line(line: str | bytes, *, strict: bool = True) -> SessionMessage | Ex
     """
     if not line.strip():
         return None
-    if strict:
-        value = _checked(line)
-        if isinstance(value, WireError):
-            return value
-        try:
-            message = types.jsonrpc_message_adapter.validate_python(value, by_name=False)
-        except ValueError:
-            return _diagnose_value(value)
-        if isinstance(message, types.JSONRPCNotification) and isinstance(value, dict) and "id" in value:
-            return _diagnose_value(value)
-    else:
-        try:
-            message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-        except ValueError:
-            return _diagnose(line)
-        if isinstance(message, types.JSONRPCNotification) and _has_id_member(line):
-            return _diagnose(line)
     if isinstance(line, bytes):
-        return WireMessage(message, raw=line if line.endswith(b"\n") else line + b"\n")
-    return SessionMessage(message)
+        raw = line if line.endswith(b"\n") else line + b"\n"
+        if strict:
+            value = _checked(line)
+            if isinstance(value, WireError):
+                return value
+        else:
+            try:
+                value = _decode(line)
+            except (msgspec.DecodeError, RecursionError):
+                value = None  # the SDK's parser decides, and _diagnose says why
+        kind = _kind_of(value)
+        if kind is not None:
+            return Frame(kind, value, raw)
+        message = _sdk_message(value, strict) if strict else _sdk_message(line, strict)
+        return message if isinstance(message, WireError) else WireMessage(message, raw=raw)
+    message = _sdk_message(_checked(line) if strict else line, strict)
+    return message if isinstance(message, WireError) else SessionMessage(message)
+
+
+def _sdk_message(source: Any, strict: bool) -> types.JSONRPCMessage | WireError:
+    """The SDK's model of a message (strict: from its value; otherwise from its line), or the error it deserves."""
+    if isinstance(source, WireError):
+        return source
+    if strict:
+        try:
+            message = types.jsonrpc_message_adapter.validate_python(source, by_name=False)
+        except ValueError:
+            return _diagnose_value(source)
+        if isinstance(message, types.JSONRPCNotification) and isinstance(source, dict) and "id" in source:
+            return _diagnose_value(source)
+        return message
+    try:
+        message = types.jsonrpc_message_adapter.validate_json(source, by_name=False)
+    except ValueError:
+        return _diagnose(source)
+    if isinstance(message, types.JSONRPCNotification) and _has_id_member(source):
+        return _diagnose(source)
+    return message
 
 
 def _has_id_member(line: str | bytes) -> bool:

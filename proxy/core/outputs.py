@@ -38,6 +38,8 @@ import validator
 from mcp.shared.message import SessionMessage
 from validator import CompiledSchema, InputSchemaError
 
+from proxy.core.jsonrpc import envelope_of
+
 if TYPE_CHECKING:
     from proxy.core.audit import AuditLog
     from proxy.core.catalog import ToolEntry
@@ -111,9 +113,9 @@ class Result:
     async def deliver(self, relay: Relay, message: SessionMessage, outputs: OutputChecker | None,
                       metrics: NoMetrics) -> bool:
         """Check the reply (a result), forward it or its replacement, measure. False: the relay forwards it."""
-        inner = message.message
+        inner = envelope_of(message)
         forward = message
-        if outputs is not None and isinstance(inner, types.JSONRPCResponse):
+        if outputs is not None and inner.kind == "response":
             replaced = outputs.check(self.entry, inner.result, inner.id, self.label)
             if replaced is not None:
                 reply = types.JSONRPCResponse(jsonrpc="2.0", id=inner.id, result=replaced)

@@ -1,7 +1,7 @@
 """Relay: pump JSON-RPC messages between a client transport and an upstream one.
 
 The relay knows JSON-RPC, not MCP tools: it forwards every message unchanged
-(the SDK message object that was read is the one written), and offers a hooks
+(the message object that was read is the one written), and offers a hooks
 object the chance to consume a message first. It also owns what only a pump
 can do correctly:
 
@@ -29,7 +29,7 @@ import anyio.abc
 import mcp_types as types
 from mcp.shared.message import SessionMessage
 
-from proxy.core.jsonrpc import INTERNAL_ERROR, PARSE_ERROR, WireError, error_message, id_key
+from proxy.core.jsonrpc import INTERNAL_ERROR, PARSE_ERROR, Envelope, WireError, envelope_of, error_message, id_key
 from proxy.core.streams import ReadStream, StreamPair, WriteStream
 
 logger = logging.getLogger("mcp-schema-gate")
@@ -116,6 +116,7 @@ class Relay:
         self.answer_cancelled = False
         self._cancel_answered: OrderedDict[Key, None] = OrderedDict()
         self._drained = anyio.Event()
+        self._draining = False  # the client closed its input: _drained is awaited (checked on every answer)
         self._own_prefix = f"mcp-schema-gate-{uuid.uuid4().hex}-"
         self._own_ids = itertools.count(1)
         self._own_waiters: dict[str, list[Any]] = {}  # id -> [event, outcome]
@@ -148,8 +149,8 @@ class Relay:
             if not self.client_gone:
                 self.client_gone = True
                 logger.warning("mcp-schema-gate: the client's output is closed; dropping messages for it")
-        inner = message.message
-        if isinstance(inner, types.JSONRPCResponse | types.JSONRPCError) and inner.id is not None:
+        inner = envelope_of(message)
+        if (inner.kind == "response" or inner.kind == "error") and inner.id is not None:
             self.forget(inner.id)  # only now: forgetting the last one may end the session
 
     async def answer_here(self, request_id: Any, reply: SessionMessage) -> None:
@@ -176,7 +177,7 @@ class Relay:
         entry = self.inflight.pop(id_key(request_id), None)
         if entry is not None and entry.progress_token is not None:
             self.by_token.pop(entry.progress_token, None)
-        if self._settled():
+        if self._draining and self._settled():
             self._drained.set()
 
     def standing(self, request_id: Any) -> None:
@@ -184,7 +185,7 @@ class Relay:
         entry = self.inflight.get(id_key(request_id))
         if entry is not None:
             entry.standing = True
-        if self._settled():
+        if self._draining and self._settled():
             self._drained.set()
 
     def _settled(self) -> bool:
@@ -253,6 +254,7 @@ class Relay:
                 await self._pump_client()
                 # Give requests already sent their answers, then stop.
                 with anyio.move_on_after(self._drain_timeout):
+                    self._draining = True
                     if not self._settled():
                         self._drained = anyio.Event()
                         await self._drained.wait()
@@ -298,10 +300,10 @@ class Relay:
             if isinstance(item, Exception):
                 await self._answer_bad_frame(item)
                 continue
-            inner = item.message
-            if isinstance(inner, types.JSONRPCRequest):
+            inner = envelope_of(item)
+            if inner.kind == "request":
                 self._register(inner, item.metadata)
-            elif isinstance(inner, types.JSONRPCNotification) and inner.method == "notifications/cancelled":
+            elif inner.kind == "notification" and inner.method == "notifications/cancelled":
                 if isinstance(inner.params, dict) and "requestId" in inner.params and self._cancelled(
                         inner.params["requestId"]):
                     continue
@@ -309,7 +311,7 @@ class Relay:
                 continue
             await self.to_upstream(item)
 
-    def _register(self, request: types.JSONRPCRequest, origin: Any) -> None:
+    def _register(self, request: Envelope, origin: Any) -> None:
         key = id_key(request.id)
         self._cancel_answered.pop(key, None)  # an id used again is a new request
         entry = InFlight(request.id, request.method, origin=origin)
@@ -356,11 +358,11 @@ class Relay:
                 if isinstance(item, Exception):
                     logger.warning("mcp-schema-gate: dropped an unparseable line from the upstream server: %s", item)
                     continue
-                inner = item.message
-                if isinstance(inner, types.JSONRPCResponse | types.JSONRPCError):
+                inner = envelope_of(item)
+                if inner.kind == "response" or inner.kind == "error":
                     waiter = self._own_waiters.get(inner.id) if isinstance(inner.id, str) else None
                     if waiter is not None:
-                        waiter[1] = inner
+                        waiter[1] = item.message
                         waiter[0].set()
                         continue
                     if self._cancel_answered.pop(id_key(inner.id), "absent") is None:

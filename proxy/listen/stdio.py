@@ -17,7 +17,7 @@ from contextlib import asynccontextmanager, suppress
 
 import anyio
 
-from proxy.core.framing import MAX_LINE_BYTES, PipeReadStream, PipeWriteStream
+from proxy.core.framing import LineReader, PipeReadStream, PipeWriteStream
 from proxy.core.streams import StreamPair
 from proxy.session import GateSettings, UpstreamSpec, run_session
 
@@ -57,7 +57,7 @@ async def client_stdio(stdin_fd: int = 0, stdout_fd: int = 1) -> AsyncIterator[S
     reader: asyncio.StreamReader | None = None
     read_transport: asyncio.BaseTransport | None = None
     if _is_pipe_like(in_fd):
-        reader = asyncio.StreamReader(limit=MAX_LINE_BYTES)
+        reader = LineReader()
         read_transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), in_file)
     writer: asyncio.StreamWriter | None = None
     if _is_pipe_like(out_fd):

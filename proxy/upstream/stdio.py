@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import anyio
 from mcp.os.posix.utilities import terminate_posix_process_tree
 
-from proxy.core.framing import MAX_LINE_BYTES, PipeReadStream, PipeWriteStream
+from proxy.core.framing import MAX_LINE_BYTES, LineReader, PipeReadStream, PipeWriteStream
 
 if TYPE_CHECKING:
     from proxy.core.catalog import Catalog
@@ -50,18 +50,42 @@ async def upstream_stdio(command: list[str], cwd: str | None = None) -> AsyncIte
     Shutdown follows the MCP spec and the SDK's stdio_client: close its stdin,
     wait, then SIGTERM and SIGKILL the whole process group (it runs in a
     session of its own, so grandchildren such as `npx`'s node go too).
+
+    The pipes are our own, read and written as plain asyncio pipes (as the
+    client's side is): asyncio's subprocess pipes hand every chunk read to
+    their protocol through one more event-loop pass (see docs/performance.md).
     """
-    process = await asyncio.create_subprocess_exec(
-        *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=sys.stderr,
-        env=dict(os.environ), cwd=cwd, start_new_session=True, limit=MAX_LINE_BYTES,
-        preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
-    )
+    loop = asyncio.get_running_loop()
+    child_in, to_child = os.pipe()
+    from_child, child_out = os.pipe()
     try:
-        yield PipeReadStream(process.stdout, None, strict=False), PipeWriteStream(process.stdin, None)
+        process = await asyncio.create_subprocess_exec(
+            *command, stdin=child_in, stdout=child_out, stderr=sys.stderr,
+            env=dict(os.environ), cwd=cwd, start_new_session=True,
+            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+        )
+    except BaseException:
+        for fd in (to_child, from_child):
+            os.close(fd)
+        raise
+    finally:
+        os.close(child_in)  # the child has its copies; ours would keep its stdin from ever ending, its stdout too
+        os.close(child_out)
+    reader = LineReader(MAX_LINE_BYTES)
+    read_transport: asyncio.BaseTransport | None = None
+    writer: asyncio.StreamWriter | None = None
+    try:
+        read_transport, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(from_child, "rb", buffering=0))
+        transport, protocol = await loop.connect_write_pipe(
+            asyncio.streams.FlowControlMixin, os.fdopen(to_child, "wb", buffering=0))
+        writer = asyncio.StreamWriter(transport, protocol, None, loop)
+        yield PipeReadStream(reader, None, strict=False), PipeWriteStream(writer, None)
     finally:
         with anyio.CancelScope(shield=True):
             with suppress(Exception):
-                process.stdin.close()
+                if writer is not None:
+                    writer.close()  # the child's stdin ends
             # Poll returncode rather than wait(): on 3.11 wait() also waits for
             # pipe EOF, which a grandchild holding the pipe would postpone forever.
             deadline = anyio.current_time() + EXIT_GRACE_SECONDS
@@ -69,6 +93,8 @@ async def upstream_stdio(command: list[str], cwd: str | None = None) -> AsyncIte
                 await anyio.sleep(0.01)
             if process.returncode is None:
                 await terminate_posix_process_tree(process, EXIT_GRACE_SECONDS)
+            if read_transport is not None:
+                read_transport.close()
 
 
 def open_stdio(spec: UpstreamSpec, catalog: Catalog) -> AbstractAsyncContextManager[StreamPair]:
