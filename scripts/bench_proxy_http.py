@@ -279,10 +279,25 @@ async def load(url: str, concurrency: int, duration: float, warmup: float,
             "p99_ms": ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000, "calls": len(latencies)}
 
 
-# docs/deploy.md's backend, on 127.0.0.1: round robin, sessions stuck by Mcp-Session-Id, /healthz checks.
-HAPROXY_CONFIG = """\
+def documented_backend() -> str:
+    """The directives of docs/deploy.md's `backend gates` section (its servers left out), so that the
+    benchmark and tests/proxy_http/test_haproxy.py run what the documentation tells operators to run."""
+    text = (ROOT / "docs" / "deploy.md").read_text()
+    directives = []
+    for line in text[text.index("\nbackend gates\n") + 1:].splitlines()[1:]:
+        stripped = line.strip()
+        if stripped.startswith(("server ", "```")):
+            break
+        if stripped and not stripped.startswith("#"):
+            directives.append(f"    {stripped}")
+    return "\n".join(directives)
+
+
+def haproxy_config(port: int, servers: str, frontend_extra: str = "", maxconn: int = 4096) -> str:
+    """docs/deploy.md's configuration on 127.0.0.1: round robin, sessions stuck by Mcp-Session-Id, /healthz checks."""
+    return f"""\
 global
-    maxconn 4096
+    maxconn {maxconn}
 
 defaults
     mode http
@@ -295,16 +310,10 @@ defaults
 
 frontend mcp
     bind 127.0.0.1:{port}
-    default_backend gates
+{frontend_extra}    default_backend gates
 
 backend gates
-    balance roundrobin
-    option httpchk
-    http-check send meth GET uri /healthz ver HTTP/1.1 hdr Host localhost
-    http-check expect status 200
-    stick-table type string len 64 size 100k expire 30m
-    stick match req.hdr(mcp-session-id)
-    stick store-response res.hdr(mcp-session-id)
+{documented_backend()}
 {servers}
 """
 
@@ -317,7 +326,7 @@ class Haproxy(Target):
         servers = "\n".join(f"    server g{n} {split_url(url)[0]}:{split_url(url)[1]} check inter 2s"
                             for n, url in enumerate(gate_urls, 1))
         config = workdir / f"haproxy-{len(gate_urls)}.cfg"
-        config.write_text(HAPROXY_CONFIG.format(port=port, servers=servers))
+        config.write_text(haproxy_config(port, servers))
         super().__init__(label, [binary, "-f", str(config), "-db"], f"http://127.0.0.1:{port}/mcp")
         self.port = port
 

@@ -34,6 +34,7 @@ import httpx2
 from tests.proxy.conftest import environment, records
 from tests.proxy_http.conftest import (Proc, answer_messages, client_for, http_gate, http_upstream,
                                        raw_client, spawn)
+from scripts.bench_proxy_http import haproxy_config
 from tests.support.haproxy import haproxy_binary
 
 VERSION = "2026-07-28"
@@ -83,48 +84,11 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def documented_backend() -> str:
-    """The directives of docs/deploy.md's `backend gates` section (its servers left out), so the test runs
-    exactly what the documentation tells operators to run."""
-    text = (Path(__file__).resolve().parents[2] / "docs" / "deploy.md").read_text()
-    lines = text[text.index("\nbackend gates\n") + 1:].splitlines()[1:]
-    directives = []
-    for line in lines:
-        stripped = line.strip()
-        if stripped.startswith("server ") or stripped.startswith("```"):
-            break
-        if stripped and not stripped.startswith("#"):
-            directives.append(f"    {stripped}")
-    assert any("stick store-response" in d for d in directives), directives
-    return "\n".join(directives)
-
-
-def haproxy_config(port: int, replicas: list[Replica]) -> str:
+def gates_config(port: int, replicas: list[Replica]) -> str:
     """The configuration of docs/deploy.md, on 127.0.0.1, with fast checks and a stats page for the test."""
     servers = "\n".join(f"    server {r.name} {r.address} {CHECK}" for r in replicas)
-    return f"""\
-global
-    maxconn 1024
-
-defaults
-    mode http
-    timeout connect 2s
-    timeout client 60s
-    timeout server 60s
-    timeout check 2s
-    retries 2
-    option redispatch 1
-
-frontend mcp
-    bind 127.0.0.1:{port}
-    stats enable
-    stats uri {STATS}
-    default_backend gates
-
-backend gates
-{documented_backend()}
-{servers}
-"""
+    stats = f"    stats enable\n    stats uri {STATS}\n"
+    return haproxy_config(port, servers, frontend_extra=stats, maxconn=1024)
 
 
 class Balancer:
@@ -169,7 +133,7 @@ async def scaled_out(record: Path, tmp_path: Path, count: int = 3, upstreams: li
             replicas.append(Replica(name, endpoint, proc))
         port = free_port()
         config = tmp_path / "haproxy.cfg"
-        config.write_text(haproxy_config(port, replicas))
+        config.write_text(gates_config(port, replicas))
         proc = await stack.enter_async_context(spawn([str(binary), "-f", str(config), "-db"], environment(record)))
         balancer = Balancer(f"http://127.0.0.1:{port}/mcp", proc)
         with anyio.fail_after(15):
