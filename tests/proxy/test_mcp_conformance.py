@@ -98,12 +98,8 @@ def tools() -> NodeTools:
     return node_tools()
 
 
-def run_suite(tools: NodeTools, url: str, out: Path) -> Checks:
-    """Every server scenario against `url`; {(scenario, check id): check} from the suite's checks.json files."""
-    out.mkdir(parents=True)
-    done = subprocess.run([*tools.conformance, "server", "--url", url, "--suite", "all", "--output-dir", str(out)],
-                          env=tools.env(), cwd=out, capture_output=True, text=True, timeout=SUITE_TIMEOUT)
-    assert done.returncode in (0, 1), f"the conformance runner exited {done.returncode}:\n{done.stderr[-3000:]}"
+def read_checks(out: Path) -> Checks:
+    """{(scenario, check id): check} from the runner's checks.json files (an id repeated in a scenario gets #2, #3…)."""
     checks: Checks = {}
     for result in sorted(out.iterdir()):
         match = RESULT_DIR.match(result.name)
@@ -114,6 +110,16 @@ def run_suite(tools: NodeTools, url: str, out: Path) -> Checks:
             seen[check["id"]] = seen.get(check["id"], 0) + 1
             key = check["id"] if seen[check["id"]] == 1 else f"{check['id']}#{seen[check['id']]}"
             checks[(match["scenario"], key)] = check
+    return checks
+
+
+def run_suite(tools: NodeTools, url: str, out: Path) -> Checks:
+    """Every server scenario against `url`; {(scenario, check id): check} from the suite's checks.json files."""
+    out.mkdir(parents=True)
+    done = subprocess.run([*tools.conformance, "server", "--url", url, "--suite", "all", "--output-dir", str(out)],
+                          env=tools.env(), cwd=out, capture_output=True, text=True, timeout=SUITE_TIMEOUT)
+    assert done.returncode in (0, 1), f"the conformance runner exited {done.returncode}:\n{done.stderr[-3000:]}"
+    checks = read_checks(out)
     assert len({scenario for scenario, _ in checks}) >= 30, f"too few scenarios ran:\n{done.stdout[-3000:]}"
     return checks
 

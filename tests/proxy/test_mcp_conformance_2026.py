@@ -25,7 +25,6 @@ tail of the gate's stderr are printed either way.
 
 from __future__ import annotations
 
-import json
 import re
 import secrets
 import subprocess
@@ -35,6 +34,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.proxy.test_mcp_conformance import Checks, read_checks
 from tests.support.node import NodeTools, node_tools, require_conformance_next
 from tests.support.processes import LISTENING, no_process_mentions, started
 
@@ -42,7 +42,6 @@ REVISION = "2026-07-28"
 SUITE_TIMEOUT = 300
 SERVER = Path(__file__).resolve().parents[1] / "support" / "conformance_server_2026.py"
 SERVER_LISTENING = re.compile(r"^PORT (\d+)$", re.M)
-RESULT_DIR = re.compile(r"^server-(?P<scenario>.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z$")
 # The server scenarios 0.2.0-alpha.12 requires for 2026-07-28 (`conformance list --requirements 2026-07-28`).
 REQUIRED = [
     "server-stateless", "completion-complete", "tools-list", "tools-call-simple-text", "tools-call-image",
@@ -62,7 +61,6 @@ PASS_DIRECT = REQUIRED + PENDING
 # (scenario, check id) -> why that check may differ through the gate although the scenario passes directly.
 EXEMPT: dict[tuple[str, str], str] = {}
 
-Checks = dict[tuple[str, str], dict]
 _GATED: dict[str, Checks] = {}  # label -> checks, for the table of all three runs
 STATE_KEY = secrets.token_hex(32)
 
@@ -87,16 +85,7 @@ def run_suite(tools: NodeTools, runner: list[str], url: str, out: Path) -> Check
     done = subprocess.run([*runner, "server", "--url", url, "--requirements", REVISION, "--output-dir", str(out)],
                           env=env(tools), cwd=out, capture_output=True, text=True, timeout=SUITE_TIMEOUT)
     assert done.returncode in (0, 1), f"the conformance runner exited {done.returncode}:\n{done.stderr[-3000:]}"
-    checks: Checks = {}
-    for result in sorted(out.iterdir()):
-        match = RESULT_DIR.match(result.name)
-        if not match or not (result / "checks.json").exists():
-            continue
-        seen: dict[str, int] = {}
-        for check in json.loads((result / "checks.json").read_text()):
-            seen[check["id"]] = seen.get(check["id"], 0) + 1  # an id may repeat within a scenario
-            key = check["id"] if seen[check["id"]] == 1 else f"{check['id']}#{seen[check['id']]}"
-            checks[(match["scenario"], key)] = check
+    checks = read_checks(out)
     ran = {scenario for scenario, _ in checks}
     assert set(REQUIRED) <= ran, f"scenarios that did not run: {sorted(set(REQUIRED) - ran)}\n{done.stdout[-3000:]}"
     return checks
