@@ -392,3 +392,36 @@ async def test_an_unreachable_upstream_is_said_so_and_tried_again_on_the_next_re
                 error = answer_messages(reply)[-1]["error"]
                 assert error["code"] == types.INTERNAL_ERROR and "cannot be reached" in error["message"]
     assert proc.stderr.count(b"cannot be reached") >= 2  # the second request tried again
+
+
+HOSTILE_BODIES = {
+    "duplicate arguments": '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo",'
+                           '"arguments":{"text":"ok"},"arguments":{"text":5},"_meta":%s}}',
+    "case variant of arguments": '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo",'
+                                 '"arguments":{"text":"ok"},"Arguments":{"text":""},"_meta":%s}}',
+    "duplicate name": '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","name":"add",'
+                      '"arguments":{"text":"ok"},"_meta":%s}}',
+    "duplicate method": '{"jsonrpc":"2.0","id":1,"method":"ping","method":"tools/call","params":{"name":"echo",'
+                        '"arguments":{"text":"ok"},"_meta":%s}}',
+    "duplicate member inside the arguments": '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo",'
+                                             '"arguments":{"text":"ok","text":""},"_meta":%s}}',
+    "a batch": '[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo",'
+               '"arguments":{"text":"ok"},"_meta":%s}}]',
+}
+
+
+@pytest.mark.parametrize("upstream_kind", UPSTREAMS)
+async def test_hostile_frames_on_the_sessionless_path_are_refused_before_the_upstream(
+        record: Path, upstream_kind: str) -> None:
+    """The wire rule holds on the sessionless path too: a frame two JSON readers would read differently is
+    refused with 400 and never forwarded, whatever its envelope and headers say."""
+    headers = {"mcp-protocol-version": VERSION, "mcp-method": "tools/call", "mcp-name": "echo"}
+    with anyio.fail_after(60):
+        async with gate_in_front_of(record, upstream_kind) as (url, _, _):
+            for label, body in HOSTILE_BODIES.items():
+                async with raw_client(**headers) as http:
+                    reply = await http.post(url, content=body % json.dumps(ENVELOPE))
+                assert reply.status_code == 400, (label, reply.text)
+            valid = await post_fresh(url, *request(2, "tools/call", {"name": "echo", "arguments": {"text": "ok"}}))
+            assert answer_messages(valid)[-1]["result"]["content"][0]["text"] == "ok"
+    assert [(c["name"], c["arguments"]) for c in calls(record)] == [("echo", {"text": "ok"})]
