@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.proxy.test_mcp_conformance import Checks, read_checks
+from tests.proxy.test_mcp_conformance import Checks, read_checks, why
 from tests.support.node import NodeTools, node_tools, require_conformance_next
 from tests.support.processes import LISTENING, no_process_mentions, started
 
@@ -111,15 +111,6 @@ def summary(checks: Checks) -> str:
     ok = passing(checks)
     return f"{counts}; scenarios passing: {len(ok & set(REQUIRED))}/{len(REQUIRED)} required, " \
            f"{len(ok & set(PENDING))}/{len(PENDING)} pending"
-
-
-def why(check: dict | None) -> str:
-    if check is None:
-        return "absent"
-    if check.get("errorMessage"):
-        return check["errorMessage"]
-    details = check.get("details") or {}
-    return str(details.get("message", "")) if isinstance(details, dict) else ""
 
 
 def regression(key: tuple[str, str], direct: Checks, gated: Checks) -> bool:

@@ -61,6 +61,23 @@ class NodeUnavailable(Exception):
     pass
 
 
+def _optional_install(prefix: Path, key: str, package: tuple[str, str], env: dict[str, str]) -> str | None:
+    """Install one pinned package into its own prefix unless it is there; the problem, or None.
+
+    Optional: its failure disables only the tests that need it.
+    """
+    pins = {"node": list(NODE_PACKAGE), key: list(package)}
+    if _installed(prefix / ".installed.json", pins):
+        return None
+    shutil.rmtree(prefix, ignore_errors=True)
+    try:
+        _npm_install(prefix, [f"{package[0]}@{package[1]}"], env)
+    except NodeUnavailable as exc:
+        return f"could not install {package[0]}@{package[1]}: {exc}"
+    (prefix / ".installed.json").write_text(json.dumps(pins))
+    return None
+
+
 @dataclass(frozen=True)
 class NodeTools:
     node: Path
@@ -159,25 +176,10 @@ def _install() -> NodeTools:
             _npm_install(tools.prefix, [f"{name}@{version}" for name, version in PACKAGES.items()], env)
             (tools.prefix / ".installed.json").write_text(json.dumps(pins))
 
-        inspector, problem = CACHE / "inspector", None
-        pins = {"node": list(NODE_PACKAGE), "inspector": list(INSPECTOR)}
-        if not _installed(inspector / ".installed.json", pins):
-            shutil.rmtree(inspector, ignore_errors=True)
-            try:
-                _npm_install(inspector, [f"{INSPECTOR[0]}@{INSPECTOR[1]}"], env)
-                (inspector / ".installed.json").write_text(json.dumps(pins))
-            except NodeUnavailable as exc:
-                problem = f"could not install {INSPECTOR[0]}@{INSPECTOR[1]}: {exc}"
-
-        next_prefix, next_problem = CACHE / "conformance-next", None
-        pins = {"node": list(NODE_PACKAGE), "conformance-next": list(CONFORMANCE_NEXT)}
-        if not _installed(next_prefix / ".installed.json", pins):
-            shutil.rmtree(next_prefix, ignore_errors=True)
-            try:
-                _npm_install(next_prefix, [f"{CONFORMANCE_NEXT[0]}@{CONFORMANCE_NEXT[1]}"], env)
-                (next_prefix / ".installed.json").write_text(json.dumps(pins))
-            except NodeUnavailable as exc:
-                next_problem = f"could not install {CONFORMANCE_NEXT[0]}@{CONFORMANCE_NEXT[1]}: {exc}"
+        inspector = CACHE / "inspector"
+        problem = _optional_install(inspector, "inspector", INSPECTOR, env)
+        next_prefix = CACHE / "conformance-next"
+        next_problem = _optional_install(next_prefix, "conformance-next", CONFORMANCE_NEXT, env)
 
         for name in SCRIPTS:  # refreshed every run: they are part of the tests
             source, target = HERE / name, tools.prefix / name
