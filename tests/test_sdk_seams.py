@@ -78,15 +78,17 @@ def test_streamable_http_server_transport() -> None:
     assert hasattr(transport, "idle_scope") and hasattr(transport, "is_terminated")
 
 
-def test_uvicorn_h11_protocol_members_the_header_deadline_reads() -> None:
-    import h11
-    from uvicorn.protocols.http.h11_impl import H11Protocol
+def test_uvicorn_httptools_protocol_members_the_header_deadline_and_limit_use() -> None:
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-    assert signature(H11Protocol.connection_made) == "(self, transport: 'asyncio.Transport') -> 'None'"
-    assert signature(H11Protocol.on_response_complete) == "(self) -> 'None'"
-    source = inspect.getsource(H11Protocol.__init__)
-    assert "self.conn = h11.Connection(" in source and "self.cycle" in source
-    assert h11.IDLE is not None
+    assert signature(HttpToolsProtocol.connection_made) == "(self, transport: 'asyncio.Transport') -> 'None'"
+    assert signature(HttpToolsProtocol.data_received) == "(self, data: 'bytes') -> 'None'"
+    assert signature(HttpToolsProtocol.on_headers_complete) == "(self) -> 'None'"
+    assert signature(HttpToolsProtocol.on_response_complete) == "(self) -> 'None'"
+    assert signature(HttpToolsProtocol.send_400_response) == "(self, msg: 'str') -> 'None'"
+    # The parser feeds callbacks from data_received; a request's headers end in on_headers_complete.
+    assert "self.parser.feed_data(data)" in inspect.getsource(HttpToolsProtocol.data_received)
+    assert "self.transport = transport" in inspect.getsource(HttpToolsProtocol.connection_made)
 
 
 def test_uvicorn_server_capture_signals_is_the_override_point() -> None:
@@ -102,3 +104,4 @@ def test_pins_match_what_these_seams_were_read_from() -> None:
     assert version("mcp").startswith("2.3.")
     assert version("httpx2").startswith("2.16.")
     assert version("uvicorn").startswith("0.55.")
+    assert version("httptools").startswith("0.9.")

@@ -15,7 +15,7 @@ rebinding), the bearer token (`--auth-token`), the body size limit (the SDK's
 (proxy/core/jsonrpc.py:strict_loads) on the body before the SDK parses it. A
 refusal is an HTTP status with a JSON-RPC error body (the request's id where
 the body has one), so any MCP client can show it. uvicorn runs with a
-connection cap and a header deadline (`_H11Protocol`).
+connection cap, a header deadline and a header size limit (`_HttpProtocol`).
 
 Streamable HTTP serves both eras at /mcp, routed as the SDK's session manager
 routes them: a request whose MCP-Protocol-Version header names a version past
@@ -39,7 +39,6 @@ from uuid import uuid4
 
 import anyio
 import anyio.abc
-import h11
 import uvicorn
 import mcp_types as types
 from mcp.server.sse import SseServerTransport
@@ -54,7 +53,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import Response
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from proxy.core.jsonrpc import wire_problem
 from proxy.listen.answer import RESUMABLE_SINCE, SCOPE_KEY, Answer, Streams
@@ -69,6 +68,7 @@ DEFAULT_MAX_BODY = 4 * 1024 * 1024
 DEFAULT_IDLE_TIMEOUT = 30 * 60.0
 DEFAULT_MAX_SESSIONS = 100
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+MAX_HEAD_BYTES = 16 * 1024  # request line and headers; h11's default, which uvicorn's h11 protocol enforced
 
 
 @dataclass
@@ -416,33 +416,52 @@ class GateApp:
             scope.cancel()
 
 
-class _H11Protocol(H11Protocol):
-    """uvicorn's h11 protocol with a deadline for request headers (uvicorn has none).
+class _HttpProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol with a deadline and a size limit for request headers (uvicorn has neither).
 
     A connection that has not delivered a request's headers within
     `header_timeout` of opening (or of its previous response ending) is
-    closed, so idle or trickling connections cannot pile up. It reads
-    `conn` and `cycle`, uvicorn internals pinned and guarded by
-    tests/test_sdk_seams.py.
+    closed, so idle or trickling connections cannot pile up; one whose
+    headers run past `MAX_HEAD_BYTES` is answered 400 and closed, so headers
+    cannot grow without bound until then (uvicorn's h11 protocol has that
+    limit, its httptools protocol does not). httptools over h11: the same
+    uvicorn, a C parser (docs/performance.md has the A/B). It reads
+    `transport` and overrides parser callbacks and `data_received`, uvicorn
+    internals pinned and guarded by tests/test_sdk_seams.py.
     """
 
     header_timeout: float | None = None
+    _headers_pending = False
+    _head_bytes = 0
+    _deadline_token = 0
 
     def connection_made(self, transport: Any) -> None:
         super().connection_made(transport)
         self._arm_header_deadline()
+
+    def data_received(self, data: bytes) -> None:
+        if self._headers_pending:
+            self._head_bytes += len(data)
+        super().data_received(data)
+        if self._headers_pending and self._head_bytes > MAX_HEAD_BYTES and not self.transport.is_closing():
+            self.send_400_response("Request headers too large.")
+
+    def on_headers_complete(self) -> None:
+        self._headers_pending = False
+        super().on_headers_complete()
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
         self._arm_header_deadline()
 
     def _arm_header_deadline(self) -> None:
+        self._headers_pending, self._head_bytes = True, 0
+        self._deadline_token += 1
         if self.header_timeout is not None:
-            self.loop.call_later(self.header_timeout, self._header_deadline, self.cycle)
+            self.loop.call_later(self.header_timeout, self._header_deadline, self._deadline_token)
 
-    def _header_deadline(self, cycle_then: Any) -> None:
-        waiting = self.cycle is cycle_then and self.conn.their_state is h11.IDLE
-        if waiting and not self.transport.is_closing():
+    def _header_deadline(self, token: int) -> None:
+        if self._headers_pending and token == self._deadline_token and not self.transport.is_closing():
             self.transport.close()
 
 
@@ -457,7 +476,7 @@ class _Server(uvicorn.Server):
 async def serve_http(listen: ListenSettings, spec: UpstreamSpec, settings: GateSettings,
                      stop: anyio.Event, ready: Any = None) -> int:
     """Serve until `stop` is set. `ready(host, port)` is called once the socket is bound."""
-    protocol = type("GateH11Protocol", (_H11Protocol,), {"header_timeout": listen.header_timeout})
+    protocol = type("GateHttpProtocol", (_HttpProtocol,), {"header_timeout": listen.header_timeout})
     async with anyio.create_task_group() as tg:
         app = GateApp(listen, spec, settings, tg, stop)
         config = uvicorn.Config(app, host=listen.host, port=listen.port, lifespan="off", log_level="warning",

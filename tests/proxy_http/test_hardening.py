@@ -117,6 +117,25 @@ async def test_a_connection_that_sends_no_headers_is_closed_after_the_header_tim
             assert time.monotonic() - started < 5
 
 
+async def test_request_headers_past_16_kib_are_refused_and_a_request_just_under_is_served(record: Path) -> None:
+    async with http_gate(record, "http", None) as (url, _):
+        port = int(url.rsplit(":", 1)[1].split("/")[0])
+        with socket.create_connection(("127.0.0.1", port)) as sock:
+            sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            for _ in range(17):  # 17 KiB of headers, trickled, and no end to them
+                sock.sendall(b"X-Filler: " + b"a" * 1012 + b"\r\n")
+                await anyio.sleep(0.01)
+            sock.settimeout(10)
+            answer = b""
+            while chunk := sock.recv(4096):
+                answer += chunk
+            assert answer.startswith(b"HTTP/1.1 400"), answer[:200]
+            assert b"too large" in answer
+        async with raw_client() as http:
+            reply = await http.post(url, content=json.dumps(INIT), headers={"x-filler": "a" * 12 * 1024})
+        assert reply.status_code == 200, reply.text
+
+
 async def test_connections_beyond_the_cap_get_503(record: Path) -> None:
     async with http_gate(record, "http", None, "--max-connections", "2") as (url, _):
         port = int(url.rsplit(":", 1)[1].split("/")[0])
