@@ -5,9 +5,12 @@ largest share of the gate's CPU (docs/performance.md), spent mostly in
 httpx2/httpcore2 layers a relay does not need: the pool calls `has_expired`
 on every pooled connection for every request (each call builds anyio's extra
 attribute table), and the body passes through four iterator layers. Here a
-connection is an `asyncio.Protocol` that feeds h11 as bytes arrive: a dead
-keep-alive connection is known the moment its peer closes it (no readability
-probe), and a response is one h11 event loop.
+connection is an `asyncio.Protocol` that feeds httptools (llhttp, the C
+parser uvicorn and Node use) as bytes arrive: a dead keep-alive connection is
+known the moment its peer closes it (no readability probe), and the parser's
+callbacks queue a response's head, body chunks and end for the one reader.
+The request is written by hand, after its header names and values pass the
+same checks h11 makes, so nothing a caller put in a header can split it.
 
 Only plain `http://` endpoints with no proxy configured in the environment
 take this path (see `eligible`); everything else, and everything but request
@@ -18,19 +21,28 @@ transport and httpx2.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 import urllib.request
+from collections import deque
 from collections.abc import AsyncIterator
 from urllib.parse import urlsplit
 
 import anyio
-import h11
+import httptools
 
 CONNECT_TIMEOUT = 30.0  # the SDK's create_mcp_http_client defaults
 READ_TIMEOUT = 300.0
 MAX_IDLE_SECONDS = 4.0  # below the 5 s keep-alive of uvicorn and node, so an idle connection is never reused as it closes
 MAX_IDLE_CONNECTIONS = 128
 PAUSE_AT = 1 << 20  # stop reading the socket while this much is buffered and unread
+
+# RFC 9110 field names and values, as h11 checks them: a value never holds CR, LF or NUL,
+# and never starts or ends with whitespace.
+_TOKEN = re.compile(rb"[-!#$%&'*+.^_`|~0-9A-Za-z]+")
+_FIELD_VALUE = re.compile(rb"(?:[\x21-\x7e\x80-\xff]+(?:[ \t]+[\x21-\x7e\x80-\xff]+)*)?")
+_TARGET = re.compile(rb"[\x21-\x7e]+")
+_END = object()  # the response's body ended
 
 
 class HTTPError(Exception):
@@ -53,14 +65,41 @@ def _expire(wakeup: asyncio.Future) -> None:
         wakeup.set_exception(TimeoutError())
 
 
+def _field(name: str, value: str) -> bytes:
+    try:
+        raw_name, raw_value = name.encode("ascii"), value.encode("ascii")
+    except UnicodeEncodeError as exc:
+        raise HTTPError(f"cannot send this request: header {name!r} is not ASCII") from exc
+    if not _TOKEN.fullmatch(raw_name) or not _FIELD_VALUE.fullmatch(raw_value):
+        raise HTTPError(f"cannot send this request: illegal header name or value for {name!r}")
+    return raw_name + b": " + raw_value + b"\r\n"
+
+
+class _Head:
+    __slots__ = ("status", "headers")
+
+    def __init__(self, status: int, headers: list[tuple[bytes, bytes]]) -> None:
+        self.status, self.headers = status, headers
+
+
 class _Connection(asyncio.Protocol):
+    """One keep-alive connection; parser callbacks queue what arrives, one reader at a time takes it."""
+
     def __init__(self) -> None:
-        self.h11 = h11.Connection(h11.CLIENT)
+        self.parser = httptools.HttpResponseParser(self)
         self.transport: asyncio.Transport | None = None
         self.lost = False
         self.eof = False
         self.error: BaseException | None = None
+        self.broken: HTTPError | None = None  # the peer broke HTTP/1.1: nothing more can be read
         self.idle_since = 0.0
+        self.keep_alive = True
+        self._events: deque[object] = deque()
+        self._buffered = 0  # body bytes queued and not yet read
+        self._headers: list[tuple[bytes, bytes]] = []
+        self._in_message = False
+        self._informational = False
+        self._close_delimited = False  # a body with neither length nor chunking ends at the peer's close
         self._wakeup: asyncio.Future | None = None
         self._paused = False
 
@@ -69,15 +108,24 @@ class _Connection(asyncio.Protocol):
         self.transport = transport  # type: ignore[assignment]
 
     def data_received(self, data: bytes) -> None:
-        self.h11.receive_data(data)
-        if len(self.h11.trailing_data[0]) > PAUSE_AT and not self._paused:
-            self._paused = True
-            self.transport.pause_reading()
+        if self.broken is None:
+            try:
+                self.parser.feed_data(data)
+            except httptools.HttpParserUpgrade:
+                self.broken = HTTPError("the upstream switched protocols on a POST")
+            except httptools.HttpParserError as exc:
+                self.broken = HTTPError(f"the upstream broke HTTP/1.1: {exc}")
+            if self._buffered > PAUSE_AT and not self._paused:
+                self._paused = True
+                self.transport.pause_reading()
         self._wake()
 
     def eof_received(self) -> bool:
         self.eof = True
-        self.h11.receive_data(b"")
+        if self._in_message and self._close_delimited and self.broken is None:
+            self._in_message = False
+            self.keep_alive = False
+            self._events.append(_END)
         self._wake()
         return False  # close the transport
 
@@ -86,35 +134,70 @@ class _Connection(asyncio.Protocol):
         self.error = exc
         self._wake()
 
+    # -- parser callbacks --------------------------------------------------
+    def on_message_begin(self) -> None:
+        self._in_message = True
+        self._headers = []
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._headers.append((name.lower(), value))
+
+    def on_headers_complete(self) -> None:
+        status = self.parser.get_status_code()
+        self._informational = 100 <= status < 200  # a 1xx answer: the real one follows
+        if self._informational:
+            return
+        names = {name for name, _ in self._headers}
+        self._close_delimited = (b"content-length" not in names and b"transfer-encoding" not in names
+                                 and status not in (204, 304))
+        self._events.append(_Head(status, self._headers))
+
+    def on_body(self, body: bytes) -> None:
+        self._buffered += len(body)
+        self._events.append(bytes(body))
+
+    def on_message_complete(self) -> None:
+        self._in_message = False
+        if self._informational:
+            self._informational = False
+            return
+        self.keep_alive = self.parser.should_keep_alive()
+        self._events.append(_END)
+
     def _wake(self) -> None:
         if self._wakeup is not None and not self._wakeup.done():
             self._wakeup.set_result(None)
 
     # -- used by the pool and the response ---------------------------------
-    def reusable(self) -> bool:
+    def reusable_now(self) -> bool:
         return (
             not self.lost
-            and self.h11.our_state is h11.IDLE
-            and self.h11.their_state is h11.IDLE
-            and not self.h11.trailing_data[0]  # bytes nobody asked for: the next response would not be ours
-            and time.monotonic() - self.idle_since < MAX_IDLE_SECONDS
+            and not self.eof
+            and self.broken is None
+            and self.keep_alive
+            and not self._in_message
+            and not self._events  # bytes nobody asked for: the next response would not be ours
         )
 
+    def reusable(self) -> bool:
+        return self.reusable_now() and time.monotonic() - self.idle_since < MAX_IDLE_SECONDS
+
     async def next_event(self) -> object:
+        """The next of: a `_Head`, a body chunk (bytes), or `_END`."""
         while True:
-            try:
-                event = self.h11.next_event()
-            except h11.RemoteProtocolError as exc:
-                if self.eof or self.lost:  # h11's word for a body or head cut short by the peer's close
-                    raise HTTPError("the upstream closed the connection mid-response") from exc
-                raise HTTPError(f"the upstream broke HTTP/1.1: {exc}") from exc
-            if event is not h11.NEED_DATA:
+            if self._events:
+                event = self._events.popleft()
+                if type(event) is bytes:
+                    self._buffered -= len(event)
                 return event
+            if self.broken is not None:
+                raise self.broken
             if self._paused:
                 self._paused = False
                 self.transport.resume_reading()
-            if self.lost:
-                raise HTTPError(f"the upstream closed the connection mid-response ({self.error or 'EOF'})")
+            if self.lost or self.eof:
+                reason = self.error or "EOF"
+                raise HTTPError(f"the upstream closed the connection mid-response ({reason})")
             loop = asyncio.get_running_loop()
             self._wakeup = wakeup = loop.create_future()
             # A timer on the future, not a cancel scope: this wait happens two or
@@ -137,8 +220,8 @@ class _Connection(asyncio.Protocol):
 class Response:
     """One response: status and headers at once, the body as it arrives."""
 
-    def __init__(self, pool: PostPool, conn: _Connection, head: h11.Response) -> None:
-        self.status = head.status_code
+    def __init__(self, pool: PostPool, conn: _Connection, head: _Head) -> None:
+        self.status = head.status
         headers: dict[str, str] = {}
         for name, value in head.headers:
             key = name.decode("latin-1")
@@ -152,14 +235,11 @@ class Response:
         conn = self._conn
         while conn is not None:
             event = await conn.next_event()
-            if isinstance(event, h11.Data):
-                yield bytes(event.data)
-            elif isinstance(event, h11.EndOfMessage):
+            if event is _END:
                 self._conn = None
                 self._pool.release(conn)
                 return
-            elif isinstance(event, h11.ConnectionClosed):
-                raise HTTPError("the upstream closed the connection mid-response")
+            yield event  # type: ignore[misc]
 
     async def read(self) -> bytes:
         return b"".join([chunk async for chunk in self.chunks()])
@@ -178,7 +258,8 @@ class PostPool:
         parts = urlsplit(url)
         self._host = parts.hostname or ""
         self._port = parts.port or 80
-        self._target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        self._target = target.encode("ascii", "replace")  # a non-ASCII path fails _TARGET at the first POST
         host_header = parts.netloc.rpartition("@")[2]
         self._base = {"host": host_header, "user-agent": "mcp-schema-gate", "accept-encoding": "identity"}
         self._base.update({name.lower(): value for name, value in (headers or {}).items()})
@@ -187,30 +268,25 @@ class PostPool:
 
     async def post(self, headers: dict[str, str], body: bytes) -> Response:
         """Send a POST and wait for the status and headers of its response."""
-        conn = self._take_idle() or await self._connect()
         merged = dict(self._base)
         merged.update({name.lower(): value for name, value in headers.items()})
         merged["content-length"] = str(len(body))
+        if not _TARGET.fullmatch(self._target):
+            raise HTTPError(f"cannot send this request: illegal request target {self._target!r}")
+        head = [b"POST ", self._target, b" HTTP/1.1\r\n"]
+        head += [_field(name, value) for name, value in merged.items()]  # raises before anything is sent
+        head.append(b"\r\n")
+        conn = self._take_idle() or await self._connect()
+        conn.transport.write(b"".join(head) + body)
         try:
-            request = h11.Request(method="POST", target=self._target, headers=list(merged.items()))
-            data = conn.h11.send(request) + conn.h11.send(h11.Data(data=body)) + conn.h11.send(h11.EndOfMessage())
-        except h11.LocalProtocolError as exc:  # a header value the caller put CR/LF in
-            conn.close()
-            raise HTTPError(f"cannot send this request: {exc}") from exc
-        conn.transport.write(data)
-        try:
-            while True:
-                try:
-                    event = await conn.next_event()
-                except HTTPError as exc:
-                    if conn.eof or conn.lost:
-                        raise HTTPError("the upstream closed the connection without answering") from exc
-                    raise
-                if isinstance(event, h11.Response):
-                    return Response(self, conn, event)
-                if isinstance(event, h11.ConnectionClosed):
-                    raise HTTPError("the upstream closed the connection without answering")
-                # h11.InformationalResponse (1xx): the real one follows
+            try:
+                event = await conn.next_event()
+            except HTTPError as exc:
+                if (conn.eof or conn.lost) and conn.broken is None:
+                    raise HTTPError("the upstream closed the connection without answering") from exc
+                raise
+            assert type(event) is _Head  # the callbacks queue a head before any body, and skip 1xx answers
+            return Response(self, conn, event)
         except BaseException:
             conn.close()
             raise
@@ -233,13 +309,8 @@ class PostPool:
         return conn
 
     def release(self, conn: _Connection) -> None:
-        if self._closed or conn.lost or len(self._idle) >= MAX_IDLE_CONNECTIONS:
-            conn.close()
-            return
-        try:
-            conn.h11.start_next_cycle()
-        except h11.LocalProtocolError:  # the server asked to close, or spoke HTTP/1.0
-            conn.close()
+        if self._closed or not conn.reusable_now() or len(self._idle) >= MAX_IDLE_CONNECTIONS:
+            conn.close()  # the server asked to close, spoke HTTP/1.0, or sent more than was asked
             return
         conn.idle_since = time.monotonic()
         self._idle.append(conn)

@@ -16,6 +16,7 @@ import anyio
 import h11
 import mcp_types as types
 import pytest
+from hypothesis import given, settings, strategies as st
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
 
 from proxy.upstream import post_pool as http_post
@@ -207,6 +208,69 @@ async def test_an_upstream_that_goes_silent_is_an_error_after_the_read_timeout(m
         with anyio.fail_after(5), pytest.raises(HTTPError, match="no data from the upstream for 0.2 s"):
             await pool.post({}, b"{}")  # not even a head
         pool.close()
+
+
+async def test_a_body_without_length_or_chunking_ends_at_the_close_and_the_connection_is_retired() -> None:
+    reply = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\r\n{\"until\": \"close\"}"
+    async with scripted(lambda head, body, n: reply) as (server, url):
+        pool = PostPool(url)
+        response = await pool.post({}, b"{}")
+        for writer in server.writers:
+            writer.close()  # the end of the body
+        with anyio.fail_after(5):
+            assert await response.read() == b'{"until": "close"}'
+        assert (await pool.post({}, b"{}")).status == 200
+        pool.close()
+    assert server.connections == 2
+
+
+async def test_an_answer_that_is_not_http_is_an_error_and_the_connection_is_retired() -> None:
+    async with scripted(lambda head, body, n: b"SSH-2.0-OpenSSH\r\n\r\n" if n == 1 else answer()) as (server, url):
+        pool = PostPool(url)
+        with anyio.fail_after(5), pytest.raises(HTTPError, match="broke HTTP/1.1"):
+            await pool.post({}, b"{}")
+        assert (await pool.post({}, b"{}")).status == 200
+        pool.close()
+    assert server.connections == 2
+
+
+@pytest.mark.parametrize("value", ["a\r\nX-Injected: 1", "a\nb", "a\rb", "nul\x00", " padded", "caf\u00e9"])
+async def test_a_header_value_that_could_split_the_request_is_refused_before_anything_is_sent(value) -> None:
+    async with scripted(lambda head, body, n: answer()) as (server, url):
+        pool = PostPool(url)
+        with pytest.raises(HTTPError, match="cannot send this request"):
+            await pool.post({"Mcp-Param-Q": value}, b"{}")
+        pool.close()
+    assert server.connections == 0 and server.requests == []
+
+
+@settings(max_examples=150, deadline=None)
+@given(name=st.text(alphabet=st.characters(codec="latin-1"), min_size=1, max_size=12),
+       value=st.text(alphabet=st.sampled_from("ab \t:\r\n\x00\x7f\xe9;,=\"'"), max_size=12))
+def test_what_the_pool_sends_another_parser_reads_as_exactly_one_request_with_that_header(name, value) -> None:
+    """Generated header names and values: refused before sending, or read back by h11 as sent, never split."""
+
+    async def exchange() -> tuple[bool, Scripted]:
+        async with scripted(lambda head, body, n: answer(body=body)) as (server, url):
+            pool = PostPool(url)
+            try:
+                response = await pool.post({name: value}, b'{"x":1}')
+                assert await response.read() == b'{"x":1}'
+                sent = True
+            except HTTPError as exc:
+                assert "cannot send this request" in str(exc)
+                sent = False
+            pool.close()
+        return sent, server
+
+    sent, server = asyncio.run(exchange())
+    if not sent:
+        assert server.requests == []
+        return
+    assert len(server.requests) == 1
+    head, body = server.requests[0]
+    received = [(k, v) for k, v in head.headers if k == name.lower().encode("latin-1")]
+    assert received == [(name.lower().encode("ascii"), value.encode("ascii"))] and body == b'{"x":1}'
 
 
 async def test_nothing_listening_is_an_error_naming_the_address() -> None:
