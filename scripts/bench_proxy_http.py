@@ -35,6 +35,13 @@ and the gate's throughput as a share of direct.
     .venv/bin/python scripts/bench_proxy_http.py [--duration 3] [--concurrency 1 16 64]
         [--mcp-proxy /path/to/venv/bin/mcp-proxy] [--json]
         [--replicas 3 --haproxy /usr/sbin/haproxy [--scale-only]]
+    .venv/bin/python scripts/bench_proxy_http.py --baseline-ref REF [--rounds 5] [--concurrency 1 16]
+        [--gate-option=--event-loop=asyncio] [--baseline-option=...]
+
+With --baseline-ref REF, an A/B of the gate alone instead: this tree's and REF's, each
+--json-response in front of "direct json", session and sessionless traffic, loaded in turns
+(the order alternating by round), each gate's CPU time per call read from /proc/PID/stat.
+With REF = HEAD and --gate-option, it compares an option within one tree.
 """
 
 from __future__ import annotations
@@ -54,9 +61,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 try:
-    from scripts.bench_proxy import SERVER  # imported from the repository root
+    from scripts.bench_proxy import SERVER, baseline_tree  # imported from the repository root
 except ImportError:
-    from bench_proxy import SERVER  # run as `python scripts/bench_proxy_http.py`: scripts/ is on the path
+    from bench_proxy import SERVER, baseline_tree  # run as `python scripts/bench_proxy_http.py`: scripts/ is on the path
 
 HTTP_SERVER = r'''
 import anyio, sys, uvicorn, mcp_types as types, contextlib
@@ -116,14 +123,14 @@ def free_port() -> int:
 
 
 class Target:
-    def __init__(self, label: str, command: list[str], url: str | None = None) -> None:
-        self.label, self.command, self.url = label, command, url
+    def __init__(self, label: str, command: list[str], url: str | None = None, root: Path = ROOT) -> None:
+        self.label, self.command, self.url, self.root = label, command, url, root
         self.process: subprocess.Popen | None = None
 
     def start(self) -> str:
-        env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        env = dict(os.environ, PYTHONPATH=str(self.root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
         self.process = subprocess.Popen(self.command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.PIPE, cwd=ROOT, env=env, text=True)
+                                        stderr=subprocess.PIPE, cwd=self.root, env=env, text=True)
         if self.url is None:
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline:
@@ -464,6 +471,70 @@ async def run(args: argparse.Namespace) -> dict:
     return report
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux /proc/PID/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def ab(args: argparse.Namespace) -> dict:
+    """This tree's gate against REF's, both `--json-response` in front of "direct json", taking turns.
+
+    Each round, for each traffic kind and concurrency, the two gates are
+    loaded one after the other (the order alternating by round), and each
+    gate's CPU time per call is read from /proc/PID/stat around its load.
+    """
+    python = sys.executable
+    upstream = Target("direct json", [python, "-c", HTTP_SERVER, "json"])
+    url = upstream.start()
+    gate = [python, "-m", "proxy", "--quiet", "--listen", "http://127.0.0.1:0", "--json-response"]
+    ref = args.baseline_ref
+    sides = [Target("this tree", [*gate, *args.gate_option, "--upstream", url]),
+             Target(ref, [*gate, *args.baseline_option, "--upstream", url], root=baseline_tree(ref))]
+    results: dict[str, dict[str, list[dict]]] = {}
+    try:
+        for side in sides:
+            side.start()
+        for round_no in range(args.rounds):
+            if not args.json:
+                print(f"round {round_no + 1}: load average {machine()['loadavg']}", flush=True)
+            for traffic in ("session", "sessionless"):
+                for concurrency in args.concurrency:
+                    for side in sides if round_no % 2 == 0 else sides[::-1]:
+                        before = cpu_seconds(side.process.pid)
+                        result = await asyncio.wait_for(
+                            load(side.url, concurrency, args.duration, args.warmup, traffic=traffic),
+                            args.duration + args.warmup + 30)
+                        result["cpu_us_per_call"] = (cpu_seconds(side.process.pid) - before) * 1e6 / result["calls"]
+                        results.setdefault(side.label, {}).setdefault(f"{traffic} c={concurrency}", []).append(result)
+    finally:
+        for target in [*sides, upstream]:
+            target.stop()
+    return {"rounds": args.rounds, "sides": [side.label for side in sides], "results": results,
+            "loadavg_after": machine()["loadavg"]}
+
+
+def print_ab(report: dict) -> None:
+    this, base = report["sides"]
+
+    def spread(values: list[float], fmt: str) -> str:
+        return f"{statistics.median(values):{fmt}} [{min(values):{fmt}}-{max(values):{fmt}}]"
+
+    print(f"\nthis tree against {base}, gate --json-response in front of \"direct json\", "
+          f"{report['rounds']} alternating rounds; median [min-max] over rounds")
+    print(f"{'':22}{'side':>12}{'req/s':>18}{'median ms':>22}{'gate CPU us/call':>24}")
+    for row in report["results"][this]:
+        for side in (this, base):
+            runs = report["results"][side][row]
+            print(f"{row:22}{side[:12]:>12}{spread([r['rps'] for r in runs], '.0f'):>18}"
+                  f"{spread([r['median_ms'] for r in runs], '.2f'):>22}"
+                  f"{spread([r['cpu_us_per_call'] for r in runs], '.0f'):>24}")
+        ratios = [a["cpu_us_per_call"] / b["cpu_us_per_call"]
+                  for a, b in zip(report["results"][this][row], report["results"][base][row])]
+        print(f"{row:22}{'CPU ratio':>12}{'':>18}{'':>22}{spread(ratios, '.2f') + 'x':>24}")
+    print(f"load average after: {report['loadavg_after']}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--duration", type=float, default=3.0, help="measured seconds per target and concurrency")
@@ -475,7 +546,23 @@ def main() -> int:
                         help="also compare 1 gate with N gates behind haproxy (needs --haproxy)")
     parser.add_argument("--haproxy", metavar="PATH", help="the haproxy executable for --replicas")
     parser.add_argument("--scale-only", action="store_true", help="with --replicas: only direct and the scale-out rows")
+    parser.add_argument("--baseline-ref", metavar="REF",
+                        help="instead of the rows above: this tree's gate against the gate of commit REF (a git "
+                        "worktree under the system temp directory), session and sessionless traffic, "
+                        "--rounds alternating rounds, with each gate's CPU time per call")
+    parser.add_argument("--rounds", type=int, default=5, help="with --baseline-ref: alternating rounds")
+    parser.add_argument("--gate-option", action="append", default=[], metavar="OPTION",
+                        help="with --baseline-ref: pass OPTION to this tree's gate (write --gate-option=--x=y)")
+    parser.add_argument("--baseline-option", action="append", default=[], metavar="OPTION",
+                        help="with --baseline-ref: pass OPTION to REF's gate")
     args = parser.parse_args()
+    if args.baseline_ref:
+        report = asyncio.run(ab(args))
+        if args.json:
+            print(json.dumps(report, indent=2))
+        else:
+            print_ab(report)
+        return 0
     if args.replicas and not args.haproxy:
         parser.error("--replicas needs --haproxy PATH (e.g. /usr/sbin/haproxy)")
     if args.scale_only and not args.replicas:

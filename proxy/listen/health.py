@@ -8,7 +8,7 @@ a Kubernetes readiness probe; docs/deploy.md). It must stay cheap, since
 probes come every few seconds from every balancer:
 
 - a URL upstream: one TCP connect to its host and port (the same check a
-  session makes before its first request, streamable_http._reachable, which
+  session makes before its first request, streamable_http.reachable, which
   does not try when the environment routes the URL through a proxy), no HTTP
   request and no MCP session;
 - a stdio upstream: the command resolves (on PATH, or an executable file
@@ -37,7 +37,7 @@ import anyio
 from starlette.responses import Response
 
 from proxy.session import UpstreamSpec
-from proxy.upstream.streamable_http import _reachable
+from proxy.upstream.streamable_http import reachable
 
 logger = logging.getLogger("mcp-schema-gate")
 
@@ -78,7 +78,7 @@ async def upstream_reason(spec: UpstreamSpec) -> str | None:
     assert spec.url is not None
     try:
         with anyio.fail_after(CONNECT_TIMEOUT):
-            await _reachable(spec.url)
+            await reachable(spec.url)
     except (OSError, TimeoutError) as exc:
         logger.debug("mcp-schema-gate: health check: %s", exc)
         return _connect_reason(exc)

@@ -392,7 +392,7 @@ async def _streamable_http(url: str, headers: dict[str, str] | None) -> AsyncIte
                 tg.cancel_scope.cancel()
 
 
-async def _reachable(url: str) -> None:
+async def reachable(url: str) -> None:
     """Raise OSError when nothing listens at the URL's host and port.
 
     The SDK's client connects lazily, at the first POST, and answers that
@@ -420,7 +420,7 @@ async def open_streamable_http(spec: UpstreamSpec, catalog: Catalog) -> AsyncIte
         entry = catalog.get(name)
         return entry.input_schema if entry is not None else None
 
-    await _reachable(spec.url)
+    await reachable(spec.url)
     stamper = HeaderStamper(schema_of)
     async with _streamable_http(spec.url, spec.headers) as (read_stream, write_stream):
         yield WatchedReader(read_stream, stamper.observe), _StampingWriter(write_stream, stamper)
