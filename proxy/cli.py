@@ -7,9 +7,9 @@ with one signal loop for every listening side.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import logging
-import importlib.util
 import os
 import signal
 import sys

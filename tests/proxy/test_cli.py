@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.proxy.conftest import ROOT, environment, upstream_command
+from proxy import cli
+from tests.proxy.conftest import ROOT, calls, environment, raw_proxy, upstream_command
 
 TOOLS = [
     {"name": "good", "inputSchema": {"type": "object", "properties": {"p": {"type": "string"}}}},
@@ -134,3 +135,24 @@ def test_json_response_outside_streamable_http_listening_is_a_usage_error(listen
     done = run("--listen", listen, "--json-response", "--", *upstream_command())
     assert done.returncode == 2 and "--json-response applies to --listen http://" in done.stderr
     assert "--json-response" in run("--help").stdout
+
+
+@pytest.mark.parametrize(("choice", "uvloop_loaded"), [("auto", True), ("uvloop", True), ("asyncio", False)])
+async def test_event_loop_choice_decides_whether_uvloop_runs_and_calls_are_answered_either_way(
+        record: Path, choice: str, uvloop_loaded: bool) -> None:
+    async with raw_proxy(record, "--event-loop", choice) as session:
+        await session.initialize()
+        reply = await session.request(1, "tools/call", {"name": "mutable", "arguments": {"x": 1}})
+        assert reply["result"]["isError"] is False, reply
+        refused = await session.request(2, "tools/call", {"name": "mutable", "arguments": {"x": "one"}})
+        assert refused["result"]["isError"] is True, refused
+        maps = Path(f"/proc/{session.process.pid}/maps").read_text()
+        assert ("uvloop" in maps) is uvloop_loaded, f"--event-loop {choice}: uvloop loaded is not {uvloop_loaded}"
+    assert [c["arguments"] for c in calls(record) if c["name"] == "mutable"] == [{"x": 1}]
+
+
+def test_event_loop_uvloop_without_uvloop_installed_is_a_usage_error_that_says_what_to_do(monkeypatch) -> None:
+    monkeypatch.setattr(cli.importlib.util, "find_spec", lambda name: None)
+    assert cli._loop_options("auto") == {} and cli._loop_options("asyncio") == {}
+    with pytest.raises(cli.UsageError, match="uvloop is not installed here; install it .* or use --event-loop asyncio"):
+        cli._loop_options("uvloop")
