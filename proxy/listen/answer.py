@@ -114,6 +114,7 @@ class Answer:
         self._seq_forgotten = 0  # events up to this one were dropped from the log
         self._followers: list[Any] = []  # sends of GETs that resumed this stream
         self._done = anyio.Event()
+        self._settled = anyio.Event()
 
     async def _start(self) -> None:
         await self._send({"type": "http.response.start", "status": 200, "headers": self._headers})
@@ -157,16 +158,27 @@ class Answer:
         return freed
 
     async def stream_when_slow(self) -> None:
-        """Run beside the transport's handling of the POST (see the module docstring); cancelled when it ends."""
-        await anyio.sleep(STREAM_AFTER)
-        while True:
+        """Run beside the handling of the POST (see the module docstring) until `settle()`.
+
+        It ends on the settle event rather than by cancellation: anyio's
+        `CancelScope.cancel` formats the calling task's repr, which costs
+        more than the rest of a fast call's answer.
+        """
+        with anyio.move_on_after(STREAM_AFTER):
+            await self._settled.wait()
+        while not self._settled.is_set():
             async with self._lock:
                 if self.finished or self.passing:
                     return
                 if not self.streaming:
                     await self._start()
                 await self._write(b": waiting for the reply\r\n\r\n")
-            await anyio.sleep(KEEPALIVE)
+            with anyio.move_on_after(KEEPALIVE):
+                await self._settled.wait()
+
+    def settle(self) -> None:
+        """The POST's handling is over: `stream_when_slow` returns."""
+        self._settled.set()
 
     async def start_stream(self) -> None:
         """Answer with an SSE stream now, before any event (a stream that is the answer, like subscriptions/listen)."""

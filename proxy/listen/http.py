@@ -371,8 +371,10 @@ class GateApp:
         scope[SCOPE_KEY] = answer
         async with anyio.create_task_group() as tg:
             tg.start_soon(answer.stream_when_slow)
-            await transport.handle_request(scope, receive, answer.send)
-            tg.cancel_scope.cancel()
+            try:
+                await transport.handle_request(scope, receive, answer.send)
+            finally:
+                answer.settle()
 
     def _forwarded(self, headers: Headers) -> tuple[str, UpstreamSpec]:
         """(key, the upstream spec) for the client's --forward-header values (proxy/listen/sessionless.py)."""

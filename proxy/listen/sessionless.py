@@ -93,15 +93,27 @@ class Sessionless:
         self._idle_timeout = idle_timeout
         self._max_upstreams = max_upstreams
         self.upstreams: dict[str, list[SharedUpstream]] = {}
+        # Without --forward-header every request has the same key (a hash of JSON): computed once.
+        # With it, per request, so that no credential outlives the upstream it opened.
+        self._fixed_key: tuple[str, UpstreamSpec] | None = None if self._forward else forwarded_spec(spec, (), {})
         self._opening = anyio.Lock()
 
     # ---- the shared upstreams ---------------------------------------------------------
 
     def _key_and_spec(self, headers: Mapping[str, str]) -> tuple[str, UpstreamSpec]:
+        if self._fixed_key is not None:
+            return self._fixed_key
         return forwarded_spec(self.spec, self._forward, headers)
 
     async def _shared(self, headers: Mapping[str, str]) -> SharedUpstream:
         key, spec = self._key_and_spec(headers)
+        members = self.upstreams.get(key)
+        if members is not None and len(members) >= self._pool and not any(m.ended for m in members):
+            # The usual case, decided without the lock: nothing is opened, and nothing awaits
+            # between this look and the choice below.
+            member = min(members, key=lambda m: m.mux.open_exchanges)
+            member.last_used = anyio.current_time()
+            return member
         async with self._opening:
             members = [member for member in self.upstreams.get(key, []) if not member.ended]
             if len(members) < self._pool:
@@ -222,7 +234,6 @@ class Sessionless:
             return await _reply(scope, receive, send, _error(request.id, rejection.code, rejection.message))
 
         answer = Answer(send, None)
-        reply: Reply | None = None
 
         async def on_event(message: SessionMessage) -> None:
             data = message.message.model_dump_json(by_alias=True, exclude_unset=True).encode()
@@ -231,30 +242,38 @@ class Sessionless:
             except OSError:
                 pass  # the client is gone; the disconnect watcher withdraws the request
 
+        answering = False
         async with anyio.create_task_group() as tg:
 
             async def watch_disconnect() -> None:
+                # After the answer is complete the server reports a disconnect too (ASGI); only one
+                # before it is the client closing its POST, which withdraws the request upstream
+                # (Multiplexer.exchange). Nothing is cancelled on the normal path: anyio's
+                # CancelScope.cancel formats the task's repr, a real share of a fast call's cost.
                 while (await receive())["type"] != "http.disconnect":
                     pass
-                tg.cancel_scope.cancel()  # withdraws the request upstream (Multiplexer.exchange)
+                if not answering:
+                    tg.cancel_scope.cancel()
 
             tg.start_soon(watch_disconnect)
-            if request.method == "subscriptions/listen":
-                await answer.start_stream()
-            tg.start_soon(answer.stream_when_slow)
-            reply = await member.mux.exchange(request, on_event)
-            tg.cancel_scope.cancel()
-        if reply is None:
-            return  # the client closed its POST: that was its cancellation
-        if not member.opened:
-            self._retire(member)
-        if request.method == "server/discover" and isinstance(reply, types.JSONRPCError) and (
-                reply.error.code != types.UNSUPPORTED_PROTOCOL_VERSION):
-            member.legacy = True
-            logger.info("mcp-schema-gate: the upstream answered server/discover with an error (%s); sessionless "
-                        "requests are declined so that clients fall back to sessions", reply.error.message)
-            reply = _declined(request.id, verdict.protocol_version)
-        await _answer(answer, reply)
+            try:
+                if request.method == "subscriptions/listen":
+                    await answer.start_stream()
+                tg.start_soon(answer.stream_when_slow)
+                reply = await member.mux.exchange(request, on_event)
+                if not member.opened:
+                    self._retire(member)
+                if request.method == "server/discover" and isinstance(reply, types.JSONRPCError) and (
+                        reply.error.code != types.UNSUPPORTED_PROTOCOL_VERSION):
+                    member.legacy = True
+                    logger.info("mcp-schema-gate: the upstream answered server/discover with an error (%s); "
+                                "sessionless requests are declined so that clients fall back to sessions",
+                                reply.error.message)
+                    reply = _declined(request.id, verdict.protocol_version)
+                answering = True
+                await _answer(answer, reply)
+            finally:
+                answer.settle()
 
     def _param_header_problem(self, member: SharedUpstream, request: types.JSONRPCRequest,
                               headers: Mapping[str, str]) -> InboundLadderRejection | None:
