@@ -31,6 +31,7 @@ import json
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -146,29 +147,43 @@ def regression(before: dict | None, after: dict | None) -> bool:
     return (a == "SUCCESS" and b != "SUCCESS") or (b == "FAILURE" and a != "FAILURE")
 
 
-def table(direct: Checks) -> str:
-    """Every check of the direct run and of the gated runs done so far, side by side."""
-    labels = sorted(_GATED)
-    runs = {"direct": direct, **{label: _GATED[label] for label in labels}}
-    rows = ["conformance server checks against tests/support/conformance_server.py: " + " / ".join(runs)]
+def render_table(title: str, runs: dict[str, Checks], summary: Callable[[Checks], str],
+                 marks: Callable[[tuple[str, str]], list[str]], widths: tuple[int, int], note_width: int) -> str:
+    """Every check of every run side by side (the direct run first): its marks, and why it is not SUCCESS."""
+    scenario_width, check_width = widths
+    rows = [f"{title}: " + " / ".join(runs)]
     rows += [f"  {label:15} {summary(checks)}" for label, checks in runs.items()]
-    rows.append(f"  {'scenario':32} {'check':42} {' / '.join(f'{label[:8]:8}' for label in runs)}")
+    rows.append(f"  {'scenario':{scenario_width}} {'check':{check_width}} "
+                f"{' / '.join(f'{label[:8]:8}' for label in runs)}")
     for key in sorted(set().union(*runs.values())):
         statuses = [checks[key]["status"] if key in checks else "-" for checks in runs.values()]
         if all(status in ("INFO", "-") for status in statuses):
             continue  # the suite's own notes (requests sent, responses seen), not checks
-        marks = []
+        notes = sorted({why(checks.get(key)) for checks in runs.values()
+                        if key in checks and checks[key]["status"] != "SUCCESS"} - {""})
+        note = f"  [{' | '.join(n[:note_width] for n in notes)}]" if notes else ""
+        rows.append(f"  {key[0]:{scenario_width}} {key[1]:{check_width}} {' / '.join(f'{st:8}' for st in statuses)} "
+                    f"{' '.join(marks(key))}{note}")
+    return "\n".join(rows)
+
+
+def table(direct: Checks) -> str:
+    """Every check of the direct run and of the gated runs done so far, side by side."""
+    labels = sorted(_GATED)
+
+    def marks(key: tuple[str, str]) -> list[str]:
+        found = []
         for label in labels:
             after = _GATED[label].get(key)
             if regression(direct.get(key), after):
-                marks.append(f"REGRESSION({label})")
+                found.append(f"REGRESSION({label})")
             elif direct.get(key, {}).get("status") == "SUCCESS" and after and after["status"] == "INFO":
-                marks.append(f"exempt({label})")
-        notes = sorted({why(checks.get(key)) for checks in runs.values()
-                        if key in checks and checks[key]["status"] != "SUCCESS"} - {""})
-        note = f"  [{' | '.join(n[:160] for n in notes)}]" if notes else ""
-        rows.append(f"  {key[0]:32} {key[1]:42} {' / '.join(f'{st:8}' for st in statuses)} {' '.join(marks)}{note}")
-    return "\n".join(rows)
+                found.append(f"exempt({label})")
+        return found
+
+    return render_table("conformance server checks against tests/support/conformance_server.py",
+                        {"direct": direct, **{label: _GATED[label] for label in labels}}, summary, marks,
+                        (32, 42), 160)
 
 
 def compare(direct: Checks, gated: Checks, label: str) -> list[str]:

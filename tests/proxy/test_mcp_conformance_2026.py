@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.proxy.test_mcp_conformance import Checks, read_checks, why
+from tests.proxy.test_mcp_conformance import Checks, read_checks, render_table, why
 from tests.support.node import NodeTools, node_tools, require_conformance_next
 from tests.support.processes import LISTENING, no_process_mentions, started
 
@@ -124,22 +124,15 @@ def regression(key: tuple[str, str], direct: Checks, gated: Checks) -> bool:
 
 def table(direct: Checks) -> str:
     labels = sorted(_GATED)
-    runs = {"direct": direct, **{label: _GATED[label] for label in labels}}
-    rows = [f"conformance {REVISION} checks against {SERVER.name}: " + " / ".join(runs)]
-    rows += [f"  {label:15} {summary(checks)}" for label, checks in runs.items()]
-    rows.append(f"  {'scenario':46} {'check':56} {' / '.join(f'{label[:8]:8}' for label in runs)}")
-    for key in sorted(set().union(*runs.values())):
-        statuses = [checks[key]["status"] if key in checks else "-" for checks in runs.values()]
-        if all(status in ("INFO", "-") for status in statuses):
-            continue  # the suite's own notes (requests sent, responses seen), not checks
-        marks = [f"REGRESSION({label})" for label in labels if regression(key, direct, _GATED[label])]
-        marks += [f"exempt({label})" for label in labels
-                  if key in EXEMPT and _GATED[label].get(key, {}).get("status") != direct.get(key, {}).get("status")]
-        notes = sorted({why(checks.get(key)) for checks in runs.values()
-                        if key in checks and checks[key]["status"] != "SUCCESS"} - {""})
-        note = f"  [{' | '.join(n[:200] for n in notes)}]" if notes else ""
-        rows.append(f"  {key[0]:46} {key[1]:56} {' / '.join(f'{st:8}' for st in statuses)} {' '.join(marks)}{note}")
-    return "\n".join(rows)
+
+    def marks(key: tuple[str, str]) -> list[str]:
+        found = [f"REGRESSION({label})" for label in labels if regression(key, direct, _GATED[label])]
+        return found + [f"exempt({label})" for label in labels if key in EXEMPT
+                        and _GATED[label].get(key, {}).get("status") != direct.get(key, {}).get("status")]
+
+    return render_table(f"conformance {REVISION} checks against {SERVER.name}",
+                        {"direct": direct, **{label: _GATED[label] for label in labels}}, summary, marks,
+                        (46, 56), 200)
 
 
 def compare(direct: Checks, gated: Checks, label: str, gate_stderr: str) -> list[str]:

@@ -20,6 +20,10 @@ from tests.proxy.conftest import ROOT, environment, params, record, upstream_com
 HTTP_UPSTREAM = str(Path(__file__).with_name("http_upstream_server.py"))
 START_TIMEOUT = 20.0
 LISTENING = re.compile(rb"listening on (http://[^ ]+)")
+SESSIONLESS_VERSION = "2026-07-28"
+ENVELOPE = {"io.modelcontextprotocol/protocolVersion": SESSIONLESS_VERSION,
+            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+            "io.modelcontextprotocol/clientCapabilities": {}}
 
 
 class Proc:
@@ -152,3 +156,13 @@ async def eventually(predicate, timeout: float = 10.0, interval: float = 0.02) -
         while not predicate():
             await anyio.sleep(interval)
     return bool(predicate())
+
+
+def sessionless_request(request_id: Any, method: str,
+                        params: dict[str, Any] | None = None) -> tuple[dict, dict[str, str]]:
+    """A self-contained 2026-07-28 request: its body and the routing headers that must agree with it."""
+    body = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": {**(params or {}), "_meta": ENVELOPE}}
+    headers = {"mcp-protocol-version": SESSIONLESS_VERSION, "mcp-method": method}
+    if method == "tools/call":
+        headers["mcp-name"] = body["params"]["name"]
+    return body, headers

@@ -26,21 +26,18 @@ import socket
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import anyio
 import httpx2
 
 from tests.proxy.conftest import environment, records
-from tests.proxy_http.conftest import (Proc, answer_messages, client_for, http_gate, http_upstream,
-                                       raw_client, spawn)
+from tests.proxy_http.conftest import (SESSIONLESS_VERSION, Proc, answer_messages, client_for, http_gate,
+                                       http_upstream, raw_client, spawn)
+from tests.proxy_http.conftest import sessionless_request as sessionless
 from scripts.bench_proxy_http import haproxy_config
 from tests.support.haproxy import haproxy_binary
 
-VERSION = "2026-07-28"
-ENVELOPE = {"io.modelcontextprotocol/protocolVersion": VERSION,
-            "io.modelcontextprotocol/clientInfo": {"name": "haproxy-test", "version": "0"},
-            "io.modelcontextprotocol/clientCapabilities": {}}
+VERSION = SESSIONLESS_VERSION
 REFUSAL = "io.github.mcp-schema-gate/refusal"
 STATS = "/haproxy-stats"
 # Checks every 300 ms, down after 2 failures: a dead replica is out within about a second.
@@ -159,15 +156,6 @@ def forwarded_by(record: Path) -> dict[str, int]:
 
 def invalid(n: int) -> bool:
     return n % 4 == 0
-
-
-def sessionless(request_id: Any, method: str, params: dict[str, Any] | None = None) -> tuple[dict, dict[str, str]]:
-    """A self-contained 2026-07-28 request: its body and the routing headers that must agree with it."""
-    body = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": {**(params or {}), "_meta": ENVELOPE}}
-    headers = {"mcp-protocol-version": VERSION, "mcp-method": method}
-    if method == "tools/call":
-        headers["mcp-name"] = body["params"]["name"]
-    return body, headers
 
 
 async def call_through(http: httpx2.AsyncClient, url: str, n: int) -> tuple[int, dict]:

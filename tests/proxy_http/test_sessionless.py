@@ -22,12 +22,11 @@ import pytest
 from mcp import Client
 
 from tests.proxy.conftest import calls, environment, params, records, upstream_command
-from tests.proxy_http.conftest import answer_messages, client_for, http_gate, http_upstream, raw_client
+from tests.proxy_http.conftest import (ENVELOPE, SESSIONLESS_VERSION, answer_messages, client_for, http_gate,
+                                       http_upstream, raw_client)
+from tests.proxy_http.conftest import sessionless_request as request
 
-VERSION = "2026-07-28"
-ENVELOPE = {"io.modelcontextprotocol/protocolVersion": VERSION,
-            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
-            "io.modelcontextprotocol/clientCapabilities": {}}
+VERSION = SESSIONLESS_VERSION
 UPSTREAMS = ["http", "stdio"]
 
 
@@ -54,15 +53,6 @@ async def direct_client(record: Path, upstream: str | None, **env: str):
 
 def listing(result: types.ListToolsResult) -> list[dict[str, Any]]:
     return [tool.model_dump(by_alias=True, mode="json", exclude_none=True) for tool in result.tools]
-
-
-def request(request_id: Any, method: str, params: dict[str, Any] | None = None) -> tuple[dict, dict[str, str]]:
-    """A self-contained 2026-07-28 request: its body and the headers that must agree with it."""
-    body = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": {**(params or {}), "_meta": ENVELOPE}}
-    headers = {"mcp-protocol-version": VERSION, "mcp-method": method}
-    if method == "tools/call":
-        headers["mcp-name"] = body["params"]["name"]
-    return body, headers
 
 
 async def post_fresh(url: str, body: dict, headers: dict[str, str], **extra: str) -> Any:
