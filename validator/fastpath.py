@@ -261,12 +261,17 @@ class Generator:
             out.append(f"{pad}        if {k} not in {names}:")
             out.append(f"{pad}            if type({k}) is not str: return False")
             out.append(f"{pad}            if type({x}) not in _SCALARS and not _member_is_json({x}): return False")
+        present = frozenset(required)  # tested above: read without a membership test
         for name, sub in props.items():
             x = self.fresh("x")
             c = self.const(name)
-            out.append(f"{pad}if {c} in {var}:")
-            out.append(f"{pad}    {x} = {var}[{c}]")
-            self.child(sub, tokens + ("properties", name), False, x, ind + 1, out)
+            if name in present:
+                out.append(f"{pad}{x} = {var}[{c}]")
+                self.child(sub, tokens + ("properties", name), False, x, ind, out)
+            else:
+                out.append(f"{pad}if {c} in {var}:")
+                out.append(f"{pad}    {x} = {var}[{c}]")
+                self.child(sub, tokens + ("properties", name), False, x, ind + 1, out)
         return out
 
     def array_checks(self, schema: Mapping, tokens: tuple, ensured: bool, var: str, ind: int) -> list[str]:
