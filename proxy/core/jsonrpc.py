@@ -130,20 +130,22 @@ class _ModelEnvelope:
     __slots__ = ("kind", "id", "method", "params", "result", "error")
 
     def __init__(self, message: types.JSONRPCMessage) -> None:
+        # Each kind's own fields only: asking a pydantic model for a field it lacks
+        # goes through BaseModel.__getattr__ and a caught AttributeError.
         self.kind: Kind
+        self.id = self.method = self.params = self.result = self.error = None
         if isinstance(message, types.JSONRPCRequest):
             self.kind = "request"
+            self.id, self.method, self.params = message.id, message.method, message.params
         elif isinstance(message, types.JSONRPCNotification):
             self.kind = "notification"
+            self.method, self.params = message.method, message.params
         elif isinstance(message, types.JSONRPCResponse):
             self.kind = "response"
+            self.id, self.result = message.id, message.result
         else:
             self.kind = "error"
-        self.id = getattr(message, "id", None)
-        self.method = getattr(message, "method", None)
-        self.params = getattr(message, "params", None)
-        self.result = getattr(message, "result", None)
-        self.error = getattr(message, "error", None)
+            self.id, self.error = getattr(message, "id", None), getattr(message, "error", None)
 
 
 def envelope_of(message: SessionMessage) -> Envelope:

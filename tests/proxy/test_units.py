@@ -16,7 +16,7 @@ from proxy.core.catalog import Catalog
 from proxy.core.gate import Gate
 from proxy.core.hooks import GuardHooks
 from proxy.core.relay import Relay
-from proxy.core.jsonrpc import parse_line
+from proxy.core.jsonrpc import envelope_of, parse_line
 
 ECHO = {"name": "echo", "inputSchema": {"type": "object", "properties": {"t": {"type": "string"}}, "required": ["t"]}}
 
@@ -156,3 +156,18 @@ async def test_a_standing_listen_request_does_not_hold_the_exit_but_is_answered_
             await to_u.aclose()
     reply = (await from_c.receive()).message
     assert isinstance(reply, types.JSONRPCError) and reply.id == "L" and "exited" in reply.error.message
+
+
+@pytest.mark.parametrize(("message", "expected"), [
+    (types.JSONRPCRequest(jsonrpc="2.0", id=7, method="tools/call", params={"name": "x"}),
+     ("request", 7, "tools/call", {"name": "x"}, None, None)),
+    (types.JSONRPCNotification(jsonrpc="2.0", method="notifications/cancelled", params={"requestId": 7}),
+     ("notification", None, "notifications/cancelled", {"requestId": 7}, None, None)),
+    (types.JSONRPCResponse(jsonrpc="2.0", id="a", result={"content": []}),
+     ("response", "a", None, None, {"content": []}, None)),
+    (types.JSONRPCError(jsonrpc="2.0", id=3, error=types.ErrorData(code=-32602, message="bad")),
+     ("error", 3, None, None, None, types.ErrorData(code=-32602, message="bad"))),
+])
+def test_an_sdk_model_envelope_reads_each_kind_s_own_fields(message: Any, expected: tuple) -> None:
+    envelope = envelope_of(SessionMessage(message))
+    assert (envelope.kind, envelope.id, envelope.method, envelope.params, envelope.result, envelope.error) == expected
