@@ -48,7 +48,12 @@ class Failure:
             absolute = self.location()
             where = pointer(absolute)
             message = self._render(absolute)
-        elif self.tokens:  # the common case, without building tuples
+        elif len(self.tokens) == 1:  # the commonest case: a member of the arguments, usually needing no escape
+            token = self.tokens[0]
+            where = "/" + (token if type(token) is str and "~" not in token and "/" not in token
+                           else escape_token(token))
+            message = f"{where}: {self.text}"
+        elif self.tokens:  # without building tuples
             where = "/" + "/".join([escape_token(token) for token in reversed(self.tokens)])
             message = f"{where}: {self.text}"
         else:
