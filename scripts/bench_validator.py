@@ -5,6 +5,7 @@
     .venv/bin/python scripts/bench_validator.py --quick    # fewer repeats
     .venv/bin/python scripts/bench_validator.py --profile edit_file   # cProfile our per-call path
     .venv/bin/python scripts/bench_validator.py --dataset [--dialect extended]   # real catalogs, mixed traffic
+    .venv/bin/python scripts/bench_validator.py --dataset --instructions         # the same, counted by valgrind
 
 The peers come from the `bench` extra (`pip install -e '.[bench]'`); a missing
 one is reported and left out. Every validator is built once per fixture
@@ -22,7 +23,13 @@ fixtures/catalogs/: for every tool our validator supports under the dialect (and
 every peer compiles), valid and invalid arguments generated deterministically
 from the schema (seeded by the tool's name), labelled by our validator, shuffled
 into one stream. It reports µs per instance over the mix, over its valid and
-over its invalid part, with min/median/max over interleaved repeats.
+over its invalid part, with min/median/max over interleaved repeats. With
+--instructions it counts instead, under valgrind's cachegrind, the instructions
+each library executes per instance of each part: exact and unmoved by other
+load on the machine (the clock also pays for cache misses, which this leaves
+out). Each count runs the part's stream twice in a child process, once with 0
+and once with N passes, and takes the difference, so building the dataset and
+compiling the schemas cancel out; hash randomisation is fixed (PYTHONHASHSEED=0).
 
 Reported: the median over repeats of ns per call, and each peer's ratio to us
 (peer time / our time: above 1 means we are faster). The summary takes, for
@@ -35,10 +42,14 @@ from __future__ import annotations
 import argparse
 import cProfile
 import json
+import os
 import pstats
 import random
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import timeit
 import zlib
 from pathlib import Path
@@ -194,10 +205,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--catalogs", type=Path, default=CATALOGS, help="folder of captured catalogs (--dataset)")
     parser.add_argument("--valid-per-tool", type=int, default=3, help="valid instances per tool (--dataset)")
     parser.add_argument("--invalid-per-tool", type=int, default=1, help="invalid instances per tool (--dataset)")
+    parser.add_argument("--instructions", action="store_true",
+                        help="with --dataset: count instructions per instance under valgrind instead of timing")
+    parser.add_argument("--passes", type=int, default=5, help="passes over each stream per count (--instructions)")
+    parser.add_argument("--count-one", nargs=3, metavar=("CONTENDER", "PART", "PASSES"), help=argparse.SUPPRESS)
     opts = parser.parse_args(argv)
     if opts.quick:
         opts.repeat, opts.target = 3, 0.01
     _error_types()
+    if opts.count_one:
+        return count_one(opts, *opts.count_one)
+    if opts.dataset and opts.instructions:
+        return instructions_main(opts)
     if opts.dataset:
         return dataset_main(opts)
 
@@ -428,21 +447,87 @@ def _stream_runner(pairs: list[tuple[Callable, Any]], errors: tuple) -> Callable
     return run
 
 
-def dataset_main(opts: argparse.Namespace) -> int:
-
+def _contenders() -> dict[str, Callable]:
     contenders: dict[str, Callable] = {"ours": ours}
     for name, build in PEERS.items():
         if name in ERRORS:
             contenders[name] = build
         else:
             print(f"note: {name} is not installed (pip install -e '.[bench]'); left out", file=sys.stderr)
-    names = list(contenders)
-    data = build_dataset(opts.catalogs, opts.dialect, contenders, opts.valid_per_tool, opts.invalid_per_tool)
+    return contenders
+
+
+def _parts(data: dict) -> dict[str, list[tuple]]:
     rnd = random.Random(0)
     stream = [(t, a, True) for t in data["tools"] for a in t["valid"]] + \
              [(t, a, False) for t in data["tools"] for a in t["invalid"]]
     rnd.shuffle(stream)
-    parts = {"mixed": stream, "valid": [x for x in stream if x[2]], "invalid": [x for x in stream if not x[2]]}
+    return {"mixed": stream, "valid": [x for x in stream if x[2]], "invalid": [x for x in stream if not x[2]]}
+
+
+def count_one(opts: argparse.Namespace, name: str, part: str, passes: str) -> int:
+    """Child of --instructions: build one contender's stream for one part, run it PASSES times."""
+    # Every contender is built, so that the tools a peer cannot compile are left out here as well.
+    data = build_dataset(opts.catalogs, opts.dialect, _contenders(), opts.valid_per_tool, opts.invalid_per_tool)
+    items = _parts(data)[part]
+    run = _stream_runner([(t["built"][name], a) for t, a, _ in items], ERRORS[name])
+    for _ in range(int(passes)):
+        run()
+    print(len(items))
+    return 0
+
+
+def _instructions(opts: argparse.Namespace, name: str, part: str, passes: int) -> tuple[int, int]:
+    """(instructions, instances) of one child run under cachegrind."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "cachegrind.out"
+        command = ["valgrind", "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={out}",
+                   sys.executable, str(Path(__file__).resolve()), "--dialect", opts.dialect,
+                   "--catalogs", str(opts.catalogs), "--valid-per-tool", str(opts.valid_per_tool),
+                   "--invalid-per-tool", str(opts.invalid_per_tool), "--count-one", name, part, str(passes)]
+        done = subprocess.run(command, capture_output=True, text=True, env=dict(os.environ, PYTHONHASHSEED="0"))
+        if done.returncode != 0:
+            raise RuntimeError(f"{name} {part}: the counting child failed: {done.stderr.strip()[-500:]}")
+        summary = next(line for line in out.read_text().splitlines() if line.startswith("summary:"))
+        return int(summary.split()[1]), int(done.stdout.split()[-1])
+
+
+def instructions_main(opts: argparse.Namespace) -> int:
+    if shutil.which("valgrind") is None:
+        print("--instructions counts with valgrind, which is not on PATH; install it (apt-get install valgrind) "
+              "or time with --dataset alone", file=sys.stderr)
+        return 2
+    names = list(_contenders())
+    print(f"python {sys.version.split()[0]}; dialect {opts.dialect}; instructions per instance under cachegrind, "
+          f"{opts.passes} passes less 0 passes over each stream")
+    counts: dict[tuple[str, str], float] = {}
+    sizes: dict[str, int] = {}
+    for part in ("mixed", "valid", "invalid"):
+        for name in names:
+            base, n = _instructions(opts, name, part, 0)
+            total, _ = _instructions(opts, name, part, opts.passes)
+            counts[(part, name)] = (total - base) / (opts.passes * n)
+            sizes[part] = n
+    head = f"{'':<22}" + "".join(f"{n:>16}" for n in names)
+    print(head)
+    print("-" * len(head))
+    for part in ("mixed", "valid", "invalid"):
+        print(f"{f'{part} ({sizes[part]})':<22}" + "".join(f"{counts[(part, n)]:>16,.0f}" for n in names))
+    print()
+    for part in ("mixed", "valid", "invalid"):
+        ratios = ", ".join(f"{n} {counts[(part, n)] / counts[(part, 'ours')]:.2f}x" for n in names[1:])
+        print(f"{part:<10}instructions vs ours (above 1 means we execute fewer): {ratios}")
+    if opts.json:
+        opts.json.write_text(json.dumps({f"{p} {n}": v for (p, n), v in counts.items()}, indent=2))
+    return 0
+
+
+def dataset_main(opts: argparse.Namespace) -> int:
+    contenders = _contenders()
+    names = list(contenders)
+    data = build_dataset(opts.catalogs, opts.dialect, contenders, opts.valid_per_tool, opts.invalid_per_tool)
+    parts = _parts(data)
+    stream = parts["mixed"]
     disagree = {n: 0 for n in names}
     for name in names:
         for tool, args, label in stream:
