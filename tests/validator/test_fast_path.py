@@ -172,3 +172,24 @@ def test_recursive_and_fallback_keywords_agree() -> None:
     with pytest.raises(InputSchemaError) as caught:
         compiled.validate({"tree": {"kids": [{"kids": [{}]}]}})
     assert (caught.value.instance_path, caught.value.keyword) == ("/tree/kids/0/kids/0", "required")
+
+
+@pytest.mark.parametrize("dialect", [validator.CONTRACT, validator.EXTENDED])
+def test_deep_required_properties_read_without_a_membership_test_keep_verdicts_and_paths(dialect: str) -> None:
+    """Required properties are read straight after the required check (no `in` test, no deeper block)."""
+    schema = _nested(60, {"type": "integer", "minimum": 1})
+    node = schema
+    for _ in range(60):
+        node["required"] = ["a", "b"]
+        node = node["properties"]["a"]
+    compiled = validator.compile(schema, dialect=dialect)
+    assert compiled._fast(_nested_value(59, {"a": 3, "b": ["x"]}))
+    for bad, keyword in ((0, "minimum"), ("1", "type")):
+        with pytest.raises(InputSchemaError) as caught:
+            compiled.validate(_nested_value(59, {"a": bad, "b": ["x"]}))
+        assert (caught.value.instance_path, caught.value.keyword) == ("/a" * 60, keyword)
+    missing = _nested_value(58, {"a": {"b": ["x"]}, "b": ["x"]})
+    assert not compiled._fast(missing)
+    with pytest.raises(InputSchemaError) as caught:
+        compiled.validate(missing)
+    assert (caught.value.instance_path, caught.value.keyword) == ("/a" * 59, "required")
