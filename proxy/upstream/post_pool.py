@@ -26,7 +26,7 @@ import time
 import urllib.request
 from collections import deque
 from collections.abc import AsyncIterator
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import anyio
 import httptools
@@ -41,7 +41,8 @@ PAUSE_AT = 1 << 20  # stop reading the socket while this much is buffered and un
 # and never starts or ends with whitespace.
 _TOKEN = re.compile(rb"[-!#$%&'*+.^_`|~0-9A-Za-z]+")
 _FIELD_VALUE = re.compile(rb"(?:[\x21-\x7e\x80-\xff]+(?:[ \t]+[\x21-\x7e\x80-\xff]+)*)?")
-_TARGET = re.compile(rb"[\x21-\x7e]+")
+# What a request target may hold as is; anything else is percent-encoded (UTF-8), as httpx does.
+_TARGET_SAFE = "".join(map(chr, range(0x21, 0x7F)))
 _END = object()  # the response's body ended
 
 
@@ -73,6 +74,13 @@ def _field(name: str, value: str) -> bytes:
     if not _TOKEN.fullmatch(raw_name) or not _FIELD_VALUE.fullmatch(raw_value):
         raise HTTPError(f"cannot send this request: illegal header name or value for {name!r}")
     return raw_name + b": " + raw_value + b"\r\n"
+
+
+def _checked_field(name: str, value: str) -> bytes | None:
+    try:
+        return _field(name, value)
+    except HTTPError:
+        return None
 
 
 class _Head:
@@ -259,25 +267,30 @@ class PostPool:
         self._host = parts.hostname or ""
         self._port = parts.port or 80
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        self._target = target.encode("ascii", "replace")  # a non-ASCII path fails _TARGET at the first POST
+        self._target = quote(target, safe=_TARGET_SAFE).encode("ascii")
         host_header = parts.netloc.rpartition("@")[2]
         self._base = {"host": host_header, "user-agent": "mcp-schema-gate", "accept-encoding": "identity"}
         self._base.update({name.lower(): value for name, value in (headers or {}).items()})
+        # The request line and the fixed header lines, encoded once. A header that fails its check
+        # is None here, and refuses every POST that does not replace it (see post).
+        self._request_line = b"POST " + self._target + b" HTTP/1.1\r\n"
+        self._base_lines = {name: _checked_field(name, value) for name, value in self._base.items()}
         self._idle: list[_Connection] = []
         self._closed = False
 
     async def post(self, headers: dict[str, str], body: bytes) -> Response:
         """Send a POST and wait for the status and headers of its response."""
-        merged = dict(self._base)
-        merged.update({name.lower(): value for name, value in headers.items()})
-        merged["content-length"] = str(len(body))
-        if not _TARGET.fullmatch(self._target):
-            raise HTTPError(f"cannot send this request: illegal request target {self._target!r}")
-        head = [b"POST ", self._target, b" HTTP/1.1\r\n"]
-        head += [_field(name, value) for name, value in merged.items()]  # raises before anything is sent
-        head.append(b"\r\n")
+        lines = dict(self._base_lines)
+        for name, value in headers.items():
+            name = name.lower()
+            lines[name] = _field(name, value)  # raises before anything is sent
+        lines["content-length"] = b"content-length: %d\r\n" % len(body)
+        if None in lines.values():
+            for name, line in lines.items():
+                if line is None:
+                    _field(name, self._base[name])  # raises: a fixed header no request header replaced
         conn = self._take_idle() or await self._connect()
-        conn.transport.write(b"".join(head) + body)
+        conn.transport.write(b"".join([self._request_line, *lines.values(), b"\r\n", body]))
         try:
             try:
                 event = await conn.next_event()

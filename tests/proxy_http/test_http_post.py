@@ -244,6 +244,23 @@ async def test_a_header_value_that_could_split_the_request_is_refused_before_any
     assert server.connections == 0 and server.requests == []
 
 
+async def test_a_fixed_header_that_could_split_the_request_refuses_every_post_that_does_not_replace_it_and_a_path_is_percent_encoded() -> None:
+    async with scripted(lambda head, body, n: answer()) as (server, url):
+        pool = PostPool(url, {"X-Fixed": "a\r\nX-Injected: 1"})
+        for _ in range(2):  # checked once, at construction: still refused at every POST
+            with pytest.raises(HTTPError, match="cannot send this request"):
+                await pool.post({}, b"{}")
+        assert server.requests == []
+        assert (await pool.post({"x-fixed": "clean"}, b"{}")).status == 200
+        pool.close()
+        pool = PostPool(url.replace("/mcp", "/m\u00e9 p"))  # the path as httpx sends it, percent-encoded
+        assert (await pool.post({}, b"{}")).status == 200
+        pool.close()
+    assert len(server.requests) == 2
+    assert [v for k, v in server.requests[0][0].headers if k == b"x-fixed"] == [b"clean"]
+    assert server.requests[1][0].target == b"/m%C3%A9%20p"
+
+
 @settings(max_examples=150, deadline=None)
 @given(name=st.text(alphabet=st.characters(codec="latin-1"), min_size=1, max_size=12),
        value=st.text(alphabet=st.sampled_from("ab \t:\r\n\x00\x7f\xe9;,=\"'"), max_size=12))
