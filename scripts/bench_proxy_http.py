@@ -61,9 +61,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 try:
-    from scripts.bench_proxy import SERVER, baseline_tree  # imported from the repository root
+    from scripts.bench_proxy import SERVER, baseline_tree, cpu_seconds  # imported from the repository root
 except ImportError:
-    from bench_proxy import SERVER, baseline_tree  # run as `python scripts/bench_proxy_http.py`: scripts/ is on the path
+    from bench_proxy import SERVER, baseline_tree, cpu_seconds  # run as `python scripts/bench_proxy_http.py`: scripts/ is on the path
 
 HTTP_SERVER = r'''
 import anyio, sys, uvicorn, mcp_types as types, contextlib
@@ -469,12 +469,6 @@ async def run(args: argparse.Namespace) -> dict:
         for target in [*targets, upstream]:
             target.stop()
     return report
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far (Linux /proc/PID/stat)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def ab(args: argparse.Namespace) -> dict:

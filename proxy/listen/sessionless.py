@@ -108,21 +108,18 @@ class Sessionless:
     async def _shared(self, headers: Mapping[str, str]) -> SharedUpstream:
         key, spec = self._key_and_spec(headers)
         members = self.upstreams.get(key)
-        if members is not None and len(members) >= self._pool and not any(m.ended for m in members):
-            # The usual case, decided without the lock: nothing is opened, and nothing awaits
-            # between this look and the choice below.
-            member = min(members, key=lambda m: m.mux.open_exchanges)
-            member.last_used = anyio.current_time()
-            return member
-        async with self._opening:
-            members = [member for member in self.upstreams.get(key, []) if not member.ended]
-            if len(members) < self._pool:
-                if len(self.upstreams) >= self._max_upstreams and key not in self.upstreams:
-                    self._evict_idlest()
-                member = SharedUpstream(key)
-                members.append(member)
-                await self._tg.start(self._run, member, spec)
-            self.upstreams[key] = members
+        # Only opening an upstream takes the lock: the usual case decides without it, and
+        # nothing awaits between this look and the choice below.
+        if members is None or len(members) < self._pool or any(m.ended for m in members):
+            async with self._opening:
+                members = [member for member in self.upstreams.get(key, []) if not member.ended]
+                if len(members) < self._pool:
+                    if len(self.upstreams) >= self._max_upstreams and key not in self.upstreams:
+                        self._evict_idlest()
+                    member = SharedUpstream(key)
+                    members.append(member)
+                    await self._tg.start(self._run, member, spec)
+                self.upstreams[key] = members
         member = min(members, key=lambda m: m.mux.open_exchanges)
         member.last_used = anyio.current_time()
         return member
