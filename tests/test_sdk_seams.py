@@ -64,6 +64,12 @@ def test_private_sdk_modules() -> None:
     assert signature(create_mcp_http_client) == (
         "(headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None, auth: httpx2.Auth | None "
         "= None) -> httpx2.AsyncClient")
+    # proxy/upstream/http_client.py builds that client itself, with one shared TLS context: what it mirrors.
+    from mcp.shared import _httpx_utils
+
+    assert (_httpx_utils.MCP_DEFAULT_TIMEOUT, _httpx_utils.MCP_DEFAULT_SSE_READ_TIMEOUT) == (30.0, 300.0)
+    code = inspect.getsource(create_mcp_http_client).split("Note:")[-1]
+    assert "httpx2.AsyncClient(**kwargs)" in code and "verify" not in code and "follow_redirects" not in code
 
 
 def test_streamable_http_server_transport() -> None:

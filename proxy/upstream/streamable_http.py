@@ -35,7 +35,6 @@ import mcp_types as types
 from httpx2 import EventSource, ServerSentEvent
 from mcp.client.streamable_http import MCP_SESSION_ID, StreamableHTTPTransport
 from mcp.shared._context_streams import create_context_streams
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.inbound import (
     MCP_METHOD_HEADER,
     MCP_NAME_HEADER,
@@ -51,6 +50,7 @@ from pydantic import ValidationError
 
 from proxy.core.jsonrpc import PROTOCOL_VERSION_META_KEY, meta_of
 from proxy.core.streams import StreamPair, WatchedReader
+from proxy.upstream.http_client import http_client
 from proxy.upstream.post_pool import CONNECT_TIMEOUT, HTTPError, PostPool
 from proxy.upstream.post_pool import eligible as lean_posts_for
 from proxy.upstream.sse_decoder import SSEDecoder, SSEError
@@ -365,8 +365,8 @@ class _TaggingTransport(StreamableHTTPTransport):
 
 @asynccontextmanager
 async def _streamable_http(url: str, headers: dict[str, str] | None) -> AsyncIterator[tuple[Any, Any]]:
-    """`mcp.client.streamable_http.streamable_http_client`, with `_TaggingTransport` in it."""
-    client = create_mcp_http_client(headers=headers)
+    """`mcp.client.streamable_http.streamable_http_client`, with `_TaggingTransport` in it (and `http_client`)."""
+    client = http_client(headers=headers)
     transport = _TaggingTransport(url, PostPool(url, headers) if lean_posts_for(url) else None)
     async with contextlib.AsyncExitStack() as stack:
         await stack.enter_async_context(client)

@@ -172,3 +172,36 @@ async def test_resumable_answers_keep_a_bounded_log_per_session(monkeypatch: pyt
     assert await newest.resume(after, resumed)
     bodies = [m["body"] for m in replayed if m["type"] == "http.response.body" and m["body"]]
     assert len(bodies) == 8 and b'"id":1' in bodies[-1]  # events 4..10, then the reply
+
+
+async def test_upstream_http_clients_are_the_sdks_but_share_one_tls_context(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Opening a session must not read the CA bundle again: one TLS context per process, the SDK's client otherwise."""
+    import httpx2
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    from proxy.upstream import http_client as module
+
+    built: list[object] = []
+    real = httpx2.create_ssl_context
+
+    def counting(*args, **kwargs):
+        built.append(args or kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module.httpx2, "create_ssl_context", counting)
+    module.tls_context.cache_clear()
+    try:
+        headers = {"X-Tenant": "a"}
+        ours = [module.http_client(headers=headers) for _ in range(3)]
+        sdk = create_mcp_http_client(headers=headers)
+        assert len(built) == 1  # built once, on first use, with httpx2's defaults
+        for client in ours:
+            assert client.timeout == sdk.timeout
+            assert client.headers["x-tenant"] == "a" and client.headers == sdk.headers
+            assert (client.follow_redirects, client.trust_env) == (sdk.follow_redirects, sdk.trust_env)
+        timeout = httpx2.Timeout(3.0)
+        assert module.http_client(timeout=timeout).timeout == create_mcp_http_client(timeout=timeout).timeout
+        for client in [*ours, sdk]:
+            await client.aclose()
+    finally:
+        module.tls_context.cache_clear()
