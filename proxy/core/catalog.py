@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Mapping
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -42,6 +43,47 @@ def where(error: InputSchemaError) -> str:
     return f"{error.keyword or '?'} at {error.schema_path or '/'}"
 
 
+class Preflights:
+    """Preflight outcomes by (what, dialect, schema text), shared by every Catalog in the process.
+
+    Every client session of an HTTP gate has a Catalog of its own, and each
+    built it by compiling every schema its upstream lists: for a server with
+    a hundred tools, tens of milliseconds of CPU per session for the same
+    schemas every time. A compiled schema is immutable and validation is
+    synchronous, so one compiled object can serve every session. The key is
+    the schema's JSON text in its own member order (the order decides which
+    of several violations is reported), so two schemas share an outcome only
+    when they are the same text. Least recently used entries go beyond
+    `limit`, so a server whose schemas keep changing cannot grow it for ever.
+    """
+
+    def __init__(self, limit: int = 2048) -> None:
+        self.limit = limit
+        self._outcomes: OrderedDict[tuple[str, str, str], Any] = OrderedDict()
+
+    def outcome(self, what: str, dialect: str, schema: Any, build: Callable[[], Any]) -> Any:
+        """`build()`'s result for this schema, from the cache when the same text was built before."""
+        try:
+            key = (what, dialect, json.dumps(schema, allow_nan=True))
+        except (TypeError, ValueError):  # not JSON text (nothing read off the wire is): build it every time
+            return build()
+        outcomes = self._outcomes
+        found = outcomes.get(key)
+        if found is not None:
+            outcomes.move_to_end(key)
+            return found
+        found = outcomes[key] = build()
+        if len(outcomes) > self.limit:
+            outcomes.popitem(last=False)
+        return found
+
+    def __len__(self) -> int:
+        return len(self._outcomes)
+
+
+PREFLIGHTS = Preflights()
+
+
 @dataclass(frozen=True)
 class ToolEntry:
     name: str
@@ -68,15 +110,15 @@ class ToolEntry:
 class Catalog:
     """Tools by name, each with its CompiledSchema or its preflight error."""
 
-    def __init__(self, dialect: str = validator.CONTRACT, operator: OperatorControl | None = None) -> None:
+    def __init__(self, dialect: str = validator.CONTRACT, operator: OperatorControl | None = None,
+                 preflights: Preflights = PREFLIGHTS) -> None:
         if dialect not in validator.DIALECTS:
             raise ValueError(f"unknown dialect {dialect!r}; expected one of {', '.join(validator.DIALECTS)}")
         self.dialect = dialect
         self.operator = operator
         self._tools: Mapping[str, ToolEntry] = MappingProxyType({})
-        # Same schema text, same compiled object: relisting costs no recompiles.
-        self._cache: dict[str, tuple[CompiledSchema | None, InputSchemaError | None, Check | None]] = {}
-        self._output_cache: dict[str, tuple[CompiledSchema | None, InputSchemaError | None]] = {}
+        # Same schema text, same compiled object: neither relisting nor a new session recompiles.
+        self._preflights = preflights
         self.revision = 0
         self.built = anyio.Event()  # set once the first full listing has been swapped in
         self.failure: str | None = None  # why the last full listing failed, if it did
@@ -92,22 +134,18 @@ class Catalog:
         if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
             return None
         schema = tool.get("inputSchema")
-        try:
-            key = json.dumps(schema, sort_keys=True, allow_nan=True)
-        except (TypeError, ValueError):
-            key = None
-        cached = self._cache.get(key) if key is not None else None
-        if cached is None:
-            try:
-                cached = (validator.compile(schema, dialect=self.dialect), None, compile_shadow_check(schema))
-            except Exception as exc:  # InputSchemaError, or anything else: fail closed
-                cached = (None, as_schema_error(exc), None)
-            if key is not None:
-                self._cache[key] = cached
+        cached = self._preflights.outcome("input", self.dialect, schema, lambda: self._preflight_input(schema))
         output = tool.get("outputSchema")
-        compiled_output, output_error = compile_output(output, self.dialect, self._output_cache)
+        compiled_output, output_error = (None, None) if output is None else self._preflights.outcome(
+            "output", self.dialect, output, lambda: compile_output(output, self.dialect))
         return ToolEntry(tool["name"], schema, cached[0], cached[1], output, cached[2],
                          output_compiled=compiled_output, output_error=output_error)
+
+    def _preflight_input(self, schema: Any) -> tuple[CompiledSchema | None, InputSchemaError | None, Check | None]:
+        try:
+            return validator.compile(schema, dialect=self.dialect), None, compile_shadow_check(schema)
+        except Exception as exc:  # InputSchemaError, or anything else: fail closed
+            return None, as_schema_error(exc), None
 
     def _entries(self, tools: Iterable[Any]) -> dict[str, ToolEntry]:
         """Entries by name. A name listed twice with different definitions is unsupported, both times.

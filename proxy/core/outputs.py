@@ -26,7 +26,6 @@ reason that is the gate's limitation, not the server's fault.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Mapping
@@ -53,30 +52,19 @@ OUTPUT_META_KEY = "io.github.mcp-schema-gate/output-mismatch"
 OUTPUT_MISMATCH = "output_mismatch"  # the audit log's kind
 
 
-def compile_output(schema: Any, dialect: str,
-                   cache: dict[str, tuple[CompiledSchema | None, InputSchemaError | None]]
-                   ) -> tuple[CompiledSchema | None, InputSchemaError | None]:
+def compile_output(schema: Any, dialect: str) -> tuple[CompiledSchema | None, InputSchemaError | None]:
     """(compiled, None), (None, why it cannot be checked), or (None, None) without an outputSchema.
 
-    Same schema text, same compiled object (as the catalog does for input schemas).
+    The Catalog keeps the outcome by schema text (catalog.Preflights), as it does for input schemas.
     """
     if schema is None:
         return None, None
     try:
-        key: str | None = json.dumps(schema, sort_keys=True, allow_nan=True)
-    except (TypeError, ValueError):
-        key = None
-    cached = cache.get(key) if key is not None else None
-    if cached is None:
-        try:
-            cached = (validator.compile(schema, dialect=dialect), None)
-        except Exception as exc:  # never let an outputSchema disturb the input gating
-            error = exc if isinstance(exc, InputSchemaError) else InputSchemaError(
-                "execution_failure", f"the validator failed unexpectedly: {exc!r}")
-            cached = (None, error)
-        if key is not None:
-            cache[key] = cached
-    return cached
+        return validator.compile(schema, dialect=dialect), None
+    except Exception as exc:  # never let an outputSchema disturb the input gating
+        error = exc if isinstance(exc, InputSchemaError) else InputSchemaError(
+            "execution_failure", f"the validator failed unexpectedly: {exc!r}")
+        return None, error
 
 
 def support(entry: ToolEntry) -> str:

@@ -12,7 +12,7 @@ import pytest
 import validator
 from mcp.shared.message import SessionMessage
 
-from proxy.core.catalog import Catalog
+from proxy.core.catalog import Catalog, Preflights
 from proxy.core.gate import Gate
 from proxy.core.hooks import GuardHooks
 from proxy.core.relay import Relay
@@ -30,7 +30,7 @@ def test_gate_fails_closed_when_the_validator_breaks(monkeypatch: pytest.MonkeyP
         return Compiled()
 
     monkeypatch.setattr(validator, "compile", broken_compile)
-    catalog = Catalog()
+    catalog = Catalog(preflights=Preflights())  # its own: the broken outcome must not reach the process's cache
     catalog.replace([ECHO])
     rejection = Gate().check({"name": "echo", "arguments": {"t": "x"}}, catalog.tools)
     assert rejection is not None and rejection.kind == "execution_failure"
@@ -45,13 +45,47 @@ def test_catalog_compiles_identical_schemas_once_and_swaps_revisions(monkeypatch
         return real_compile(schema, dialect=dialect)
 
     monkeypatch.setattr(validator, "compile", counting_compile)
-    catalog = Catalog()
+    catalog = Catalog(preflights=Preflights())
     first = catalog.replace([ECHO, {**ECHO, "name": "echo2"}])
     assert len(compiled) == 1  # same schema text, one compile
     catalog.merge([{"name": "echo", "inputSchema": {"type": "object"}}])
     assert first["echo"].input_schema == ECHO["inputSchema"]  # an old revision never changes under a reader
     assert catalog.get("echo").input_schema == {"type": "object"} and "echo2" in catalog.tools
     assert Gate().check({"name": "echo"}, catalog.tools) is None  # {} is valid against the merged schema
+
+
+def test_sessions_share_preflights_by_schema_text_and_dialect_within_a_bound(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    compiled: list[tuple[str, Any]] = []
+    real_compile = validator.compile
+
+    def counting_compile(schema: Any, dialect: str = "contract") -> Any:
+        compiled.append((dialect, schema))
+        return real_compile(schema, dialect=dialect)
+
+    monkeypatch.setattr(validator, "compile", counting_compile)
+    shared = Preflights(limit=3)
+    output = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    tools = [{**ECHO, "outputSchema": output}, {"name": "bad", "inputSchema": {"type": "object", "minProperties": 1}}]
+    one, two = Catalog(preflights=shared), Catalog(preflights=shared)  # two sessions of one gate
+    one.replace(tools)
+    assert len(compiled) == 3  # echo's input and output schemas, and bad's (refused in the contract dialect)
+    two.replace([dict(tool) for tool in tools])
+    assert len(compiled) == 3  # the second session compiles nothing
+    assert two.get("echo").compiled is one.get("echo").compiled
+    assert two.get("echo").output_compiled is one.get("echo").output_compiled
+    assert two.get("bad").error is one.get("bad").error and two.get("bad").compiled is None
+
+    extended = Catalog("extended", preflights=shared)  # another dialect: its own outcome
+    extended.replace(tools[1:])
+    assert compiled[-1] == ("extended", tools[1]["inputSchema"]) and extended.get("bad").error is None
+    assert len(shared) == 3  # the least recently used went
+
+    # The same members in another order are another schema text: which violation is reported follows the order.
+    reordered = {"type": "object", "required": ["t"], "properties": {"t": {"type": "string"}}}
+    three = Catalog(preflights=shared)
+    three.replace([{"name": "echo", "inputSchema": reordered}])
+    assert compiled[-1] == ("contract", reordered) and three.get("echo").compiled is not one.get("echo").compiled
 
 
 def test_gate_protocol_errors() -> None:
