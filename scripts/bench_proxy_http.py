@@ -42,6 +42,11 @@ With --baseline-ref REF, an A/B of the gate alone instead: this tree's and REF's
 --json-response in front of "direct json", session and sessionless traffic, loaded in turns
 (the order alternating by round), each gate's CPU time per call read from /proc/PID/stat.
 With REF = HEAD and --gate-option, it compares an option within one tree.
+
+With --open-sessions N, the cost of a session instead: N sessions opened (initialize, then
+notifications/initialized), listed (tools/list) and closed (DELETE) one after another through
+"direct json" and through the gate in front of it (and REF's gate with --baseline-ref), taking
+turns by tens; --catalog FILE gives the server a captured catalog's tools to list as well.
 """
 
 from __future__ import annotations
@@ -71,11 +76,14 @@ from mcp.server.lowlevel.server import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 TOOL = types.Tool(name="echo", input_schema={"type": "object", "properties": {"text": {"type": "string", "minLength": 1}},
                                               "required": ["text"], "additionalProperties": False})
-async def list_tools(ctx, params): return types.ListToolsResult(tools=[TOOL])
+CATALOG = [a for a in sys.argv[1:] if a != "json"]  # a captured catalog whose tools are listed beside echo
+import json
+TOOLS = [TOOL] + ([types.Tool.model_validate(t) for t in json.load(open(CATALOG[0]))["tools"]] if CATALOG else [])
+async def list_tools(ctx, params): return types.ListToolsResult(tools=TOOLS)
 async def call_tool(ctx, params):
     return types.CallToolResult(content=[types.TextContent(type="text", text=params.arguments["text"])])
 server = Server("bench", on_list_tools=list_tools, on_call_tool=call_tool)
-manager = StreamableHTTPSessionManager(server, json_response=sys.argv[1:] == ["json"])
+manager = StreamableHTTPSessionManager(server, json_response="json" in sys.argv[1:])
 async def app(scope, receive, send):
     if scope["type"] == "lifespan":
         message = await receive()
@@ -508,6 +516,71 @@ async def ab(args: argparse.Namespace) -> dict:
             "loadavg_after": machine()["loadavg"]}
 
 
+async def list_tools_once(url: str, session: dict[str, str]) -> int:
+    """One tools/list in a session, as a client makes before its first call; the number of tools."""
+    conn = Conn(*split_url(url))
+    try:
+        status, _, messages = await conn.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                                              {**session, "mcp-method": "tools/list"})
+    finally:
+        conn.close()
+    assert status == 200 and "tools" in messages[-1].get("result", {}), (status, messages)
+    return len(messages[-1]["result"]["tools"])
+
+
+async def open_sessions(args: argparse.Namespace) -> dict:
+    """Open a session, list its tools, close it, N times: direct json, this tree's gate in front of it (and REF's).
+
+    A session through the gate is an upstream session too (its own HTTP
+    client, initialize, the GET stream, DELETE at the end), so this is what
+    a client that opens a session per conversation pays. Targets take turns
+    per round of ten sessions, each target's CPU read from /proc/PID/stat.
+    """
+    python = sys.executable
+    catalog = [str(args.catalog)] if args.catalog else []
+    upstream = Target("direct json", [python, "-c", HTTP_SERVER, "json", *catalog])
+    url = upstream.start()
+    gate = [python, "-m", "proxy", "--quiet", "--listen", "http://127.0.0.1:0", "--json-response", "--upstream", url]
+    targets = [upstream, Target("gate json -> http json", gate)]
+    if args.baseline_ref:
+        targets.append(Target(f"gate of {args.baseline_ref}", gate, root=baseline_tree(args.baseline_ref)))
+    times: dict[str, list[float]] = {t.label: [] for t in targets}
+    cpu: dict[str, float] = {t.label: 0.0 for t in targets}
+    try:
+        for target in targets[1:]:
+            target.start()
+        for target in targets:  # a first session each, outside the figures (imports, TLS set-up, connections)
+            await close_session(target.url, (await open_session(target.url))[3])
+        for round_no in range((args.open_sessions + 9) // 10):
+            for target in targets if round_no % 2 == 0 else targets[::-1]:
+                before = cpu_seconds(target.process.pid)
+                for _ in range(10):
+                    start = time.perf_counter()
+                    session = (await open_session(target.url))[3]
+                    await list_tools_once(target.url, session)
+                    times[target.label].append(time.perf_counter() - start)
+                    await close_session(target.url, session)
+                cpu[target.label] += cpu_seconds(target.process.pid) - before
+    finally:
+        for target in targets:
+            target.stop()
+    return {label: {"median_ms": statistics.median(values) * 1000,
+                    "p90_ms": sorted(values)[int(len(values) * 0.9)] * 1000,
+                    "cpu_ms_per_session": cpu[label] * 1000 / len(values), "sessions": len(values)}
+            for label, values in times.items()}
+
+
+def print_open_sessions(report: dict) -> None:
+    print(f"{'':26}{'to tools/list ms':>18}{'p90 ms':>10}{'CPU ms per session':>20}")
+    for label, row in report.items():
+        print(f"{label:26}{row['median_ms']:>18.2f}{row['p90_ms']:>10.2f}{row['cpu_ms_per_session']:>20.2f}")
+    direct = report["direct json"]
+    for label, row in list(report.items())[1:]:
+        print(f"{label}: a session to its first listing takes {row['median_ms'] / direct['median_ms']:.1f}x "
+              f"direct json's time (median), {row['cpu_ms_per_session'] / direct['cpu_ms_per_session']:.1f}x its "
+              "CPU (open, list and close, each process's own)")
+
+
 def print_ab(report: dict) -> None:
     this, base = report["sides"]
 
@@ -549,7 +622,21 @@ def main() -> int:
                         help="with --baseline-ref: pass OPTION to this tree's gate (write --gate-option=--x=y)")
     parser.add_argument("--baseline-option", action="append", default=[], metavar="OPTION",
                         help="with --baseline-ref: pass OPTION to REF's gate")
+    parser.add_argument("--open-sessions", type=int, default=0, metavar="N",
+                        help="instead of the rows above: open a session, list its tools and close it, N times, "
+                        "through direct json and the gate in front of it (and REF's gate with --baseline-ref): "
+                        "time to a first listing, CPU per session")
+    parser.add_argument("--catalog", type=Path, metavar="FILE",
+                        help="with --open-sessions: the benchmark server also lists this captured catalog's tools "
+                        "(e.g. fixtures/catalogs/mcp-gitlab-zereight.json)")
     args = parser.parse_args()
+    if args.open_sessions:
+        report = asyncio.run(open_sessions(args))
+        if args.json:
+            print(json.dumps(report, indent=2))
+        else:
+            print_open_sessions(report)
+        return 0
     if args.baseline_ref:
         report = asyncio.run(ab(args))
         if args.json:
