@@ -77,10 +77,10 @@ async def spawn(command: list[str], env: dict[str, str]):
 
 @asynccontextmanager
 async def http_upstream(record: Path, **env: str):
-    """The recording test server over HTTP; yields its base URL (http://127.0.0.1:PORT)."""
+    """The recording test server over HTTP; yields its base URL (http://127.0.0.1:PORT, https with UPSTREAM_TLS_CERT)."""
     async with spawn([sys.executable, HTTP_UPSTREAM], environment(record, **env)) as proc:
         match = await proc.wait_for(re.compile(rb"PORT (\d+)"), "stdout")
-        yield f"http://127.0.0.1:{int(match.group(1))}"
+        yield f"{'https' if 'UPSTREAM_TLS_CERT' in env else 'http'}://127.0.0.1:{int(match.group(1))}"
 
 
 def gate_args(upstream: str | None) -> list[str]:

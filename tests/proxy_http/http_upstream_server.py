@@ -103,7 +103,10 @@ def app() -> Starlette:
 
 async def main() -> None:
     record({"event": "start", "pid": os.getpid(), "marker": os.environ.get("PROXY_TEST_MARKER")})
-    config = uvicorn.Config(app(), host="127.0.0.1", port=0, log_level="warning")
+    # UPSTREAM_TLS_CERT and UPSTREAM_TLS_KEY (PEM files): serve https instead.
+    tls = {"ssl_certfile": os.environ["UPSTREAM_TLS_CERT"], "ssl_keyfile": os.environ["UPSTREAM_TLS_KEY"]} if (
+        "UPSTREAM_TLS_CERT" in os.environ) else {}
+    config = uvicorn.Config(app(), host="127.0.0.1", port=0, log_level="warning", **tls)
     server = uvicorn.Server(config)
 
     async def announce() -> None:
