@@ -55,12 +55,19 @@ def test_streamable_http_client_transport_attributes() -> None:
         assert hasattr(transport, attribute), attribute
 
 
+def test_post_writer_handles_each_message_itself_when_its_reader_carries_no_sender_context() -> None:
+    """proxy/upstream/streamable_http.py:_ContextFree relies on this branch of post_writer."""
+    from mcp.client.streamable_http import StreamableHTTPTransport
+
+    source = inspect.getsource(StreamableHTTPTransport.post_writer)
+    assert "async for session_message in write_stream_reader:" in source
+    assert "sender_ctx = write_stream_reader.last_context" in source
+    assert "if sender_ctx is not None:" in source and "await _handle_message(session_message)" in source
+
+
 def test_private_sdk_modules() -> None:
-    from mcp.shared._context_streams import create_context_streams
     from mcp.shared._httpx_utils import create_mcp_http_client
 
-    assert signature(create_context_streams) == (
-        "(max_buffer_size: 'float' = 0) -> 'tuple[ContextSendStream[T], ContextReceiveStream[T]]'")
     assert signature(create_mcp_http_client) == (
         "(headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None, auth: httpx2.Auth | None "
         "= None) -> httpx2.AsyncClient")

@@ -32,9 +32,9 @@ from urllib.parse import urlsplit
 import anyio
 import httpx2
 import mcp_types as types
+from anyio.streams.memory import MemoryObjectReceiveStream
 from httpx2 import EventSource, ServerSentEvent
 from mcp.client.streamable_http import MCP_SESSION_ID, StreamableHTTPTransport
-from mcp.shared._context_streams import create_context_streams
 from mcp.shared.inbound import (
     MCP_METHOD_HEADER,
     MCP_NAME_HEADER,
@@ -363,6 +363,48 @@ class _TaggingTransport(StreamableHTTPTransport):
         await self._read_events(ctx, events(), finish)
 
 
+class _ContextFree:
+    """The reading end of the upstream write stream, as the SDK's `post_writer` reads it, minus the context.
+
+    The SDK's own streams (`create_context_streams`) capture the sender's
+    `contextvars.Context` with every message, and `post_writer` then runs
+    each message's handling inside it, in a task group and a task of its own
+    per message. The sender here is the relay, whose context carries nothing
+    a POST needs (the gate sets no context variables), so the reader says
+    there is none (`last_context` None) and `post_writer` handles each message
+    directly: one task group and one task fewer per request, and no context
+    copied per message. The streams themselves are anyio's memory streams,
+    which the context streams wrap.
+    """
+
+    __slots__ = ("_inner",)
+    last_context = None
+
+    def __init__(self, inner: MemoryObjectReceiveStream[Any]) -> None:
+        self._inner = inner
+
+    def __aiter__(self) -> _ContextFree:
+        return self
+
+    async def __anext__(self) -> Any:
+        return await self._inner.__anext__()
+
+    async def receive(self) -> Any:
+        return await self._inner.receive()
+
+    def close(self) -> None:
+        self._inner.close()
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _ContextFree:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
 @asynccontextmanager
 async def _streamable_http(url: str, headers: dict[str, str] | None) -> AsyncIterator[tuple[Any, Any]]:
     """`mcp.client.streamable_http.streamable_http_client`, with `_TaggingTransport` in it (and `http_client`)."""
@@ -372,8 +414,9 @@ async def _streamable_http(url: str, headers: dict[str, str] | None) -> AsyncIte
         await stack.enter_async_context(client)
         if transport._pool is not None:
             stack.callback(transport._pool.close)
-        read_stream_writer, read_stream = create_context_streams[SessionMessage | Exception](0)
-        write_stream, write_stream_reader = create_context_streams[SessionMessage](0)
+        read_stream_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        write_stream, write_stream_end = anyio.create_memory_object_stream[SessionMessage](0)
+        write_stream_reader = _ContextFree(write_stream_end)
         async with read_stream_writer, read_stream, write_stream, write_stream_reader, anyio.create_task_group() as tg:
 
             def start_get_stream() -> None:
