@@ -43,6 +43,11 @@ With --baseline-ref REF, an A/B of the gate alone instead: this tree's and REF's
 (the order alternating by round), each gate's CPU time per call read from /proc/PID/stat.
 With REF = HEAD and --gate-option, it compares an option within one tree.
 
+With --baseline-ref REF --instructions, the same A/B counted in instructions instead of CPU
+time: each gate runs under valgrind's cachegrind twice (40 calls, then 40 + N), one call at a
+time, session and sessionless; the difference divided by N is its instructions per call. On a
+noisy machine this resolves changes of a few percent that CPU time cannot.
+
 With --open-sessions N, the cost of a session instead: N sessions opened (initialize, then
 notifications/initialized), listed (tools/list) and closed (DELETE) one after another through
 "direct json" and through the gate in front of it (and REF's gate with --baseline-ref), taking
@@ -56,10 +61,12 @@ import asyncio
 import json
 import os
 import re
+import shutil
 import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -516,6 +523,78 @@ async def ab(args: argparse.Namespace) -> dict:
             "loadavg_after": machine()["loadavg"]}
 
 
+async def sequential_calls(url: str, traffic: str, calls: int) -> None:
+    """CALLS tools/call one after another on one connection (a session opened first, unless sessionless)."""
+    session = (await open_session(url))[3] if traffic == "session" else {"mcp-protocol-version": SESSIONLESS}
+    conn = Conn(*split_url(url))
+    params: dict = {"name": "echo", "arguments": {"text": "hello"}}
+    if traffic == "sessionless":
+        params["_meta"] = ENVELOPE
+    try:
+        for request_id in range(1, calls + 1):
+            body = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+            status, _, messages = await conn.post(body, {**session, "mcp-method": "tools/call", "mcp-name": "echo"})
+            assert status == 200 and "result" in messages[-1], (status, messages)
+    finally:
+        conn.close()
+
+
+def gate_instructions(root: Path, upstream_url: str, traffic: str, calls: int) -> int:
+    """Instructions a gate (of the tree at ROOT) executes under cachegrind: start-up, 5 calls, CALLS calls, exit."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "cachegrind.out"
+        command = ["valgrind", "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={out}",
+                   sys.executable, "-m", "proxy", "--quiet", "--listen", "http://127.0.0.1:0", "--json-response",
+                   "--upstream", upstream_url]
+        env = dict(os.environ, PYTHONHASHSEED="0",
+                   PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        process = subprocess.Popen(command, cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.PIPE, text=True)
+        try:
+            url = None
+            for line in process.stderr:
+                if match := LISTENING.search(line):
+                    url = match.group(1)
+                    break
+            if url is None:
+                raise RuntimeError(f"the gate of {root} exited under valgrind before listening")
+            asyncio.run(sequential_calls(url, traffic, 5))  # the first calls' one-off work, the same for any CALLS
+            asyncio.run(sequential_calls(url, traffic, calls))
+            process.terminate()
+            process.stderr.read()
+            process.wait(timeout=120)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        return int(next(line for line in out.read_text().splitlines() if line.startswith("summary:")).split()[1])
+
+
+def instructions_ab(args: argparse.Namespace) -> dict:
+    """Instructions per call of this tree's gate and REF's: two runs each (few and many calls), the difference.
+
+    Deterministic where CPU time on a shared machine is not: the same
+    requests cost the same instructions whatever else the machine does.
+    """
+    if shutil.which("valgrind") is None:
+        raise SystemExit("--instructions counts with valgrind, which is not on PATH (apt-get install valgrind)")
+    upstream = Target("direct json", [sys.executable, "-c", HTTP_SERVER, "json"])
+    url = upstream.start()
+    few, many = 40, 40 + args.instruction_calls
+    report: dict[str, dict[str, float]] = {}
+    try:
+        for label, root in (("this tree", ROOT), (args.baseline_ref, baseline_tree(args.baseline_ref))):
+            for traffic in ("session", "sessionless"):
+                counts = [gate_instructions(root, url, traffic, n) for n in (few, many)]
+                report.setdefault(label, {})[traffic] = (counts[1] - counts[0]) / (many - few)
+                if not args.json:
+                    print(f"{label:>14} {traffic:12} {report[label][traffic]:>12,.0f} instructions per call",
+                          flush=True)
+    finally:
+        upstream.stop()
+    return report
+
+
 async def list_tools_once(url: str, session: dict[str, str]) -> int:
     """One tools/list in a session, as a client makes before its first call; the number of tools."""
     conn = Conn(*split_url(url))
@@ -622,6 +701,11 @@ def main() -> int:
                         help="with --baseline-ref: pass OPTION to this tree's gate (write --gate-option=--x=y)")
     parser.add_argument("--baseline-option", action="append", default=[], metavar="OPTION",
                         help="with --baseline-ref: pass OPTION to REF's gate")
+    parser.add_argument("--instructions", action="store_true",
+                        help="with --baseline-ref: instructions per tools/call of each gate under valgrind's "
+                        "cachegrind (c=1, session and sessionless), instead of CPU time")
+    parser.add_argument("--instruction-calls", type=int, default=200, metavar="N",
+                        help="with --instructions: calls in the longer of the two runs per gate, beyond the shorter's")
     parser.add_argument("--open-sessions", type=int, default=0, metavar="N",
                         help="instead of the rows above: open a session, list its tools and close it, N times, "
                         "through direct json and the gate in front of it (and REF's gate with --baseline-ref): "
@@ -636,6 +720,18 @@ def main() -> int:
             print(json.dumps(report, indent=2))
         else:
             print_open_sessions(report)
+        return 0
+    if args.instructions:
+        if not args.baseline_ref:
+            parser.error("--instructions compares with --baseline-ref REF (REF may be HEAD)")
+        report = instructions_ab(args)
+        if args.json:
+            print(json.dumps(report, indent=2))
+        else:
+            this, base = report
+            for traffic in ("session", "sessionless"):
+                print(f"{traffic}: this tree's gate executes {report[this][traffic] / report[base][traffic]:.3f}x "
+                      f"the instructions per call of {base}'s")
         return 0
     if args.baseline_ref:
         report = asyncio.run(ab(args))
