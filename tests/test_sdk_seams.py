@@ -91,6 +91,29 @@ def test_streamable_http_server_transport() -> None:
     assert hasattr(transport, "idle_scope") and hasattr(transport, "is_terminated")
 
 
+async def test_server_transport_members_the_lean_post_path_uses() -> None:
+    """proxy/listen/posts.py: LeanPosts writes on the transport's read stream and keeps its idle countdown."""
+    import anyio
+    from mcp.server.streamable_http import StreamableHTTPServerTransport
+
+    transport = StreamableHTTPServerTransport(mcp_session_id="x", is_json_response_enabled=True, idle_timeout=5)
+    assert transport._requests_in_flight == 0 and transport._idle_timeout == 5
+    # handle_request holds the session while a request is in flight, as LeanPosts._in_flight mirrors.
+    source = inspect.getsource(StreamableHTTPServerTransport.handle_request)
+    for line in ("self._requests_in_flight += 1", "self.idle_scope.deadline = math.inf",
+                 "self._requests_in_flight -= 1",
+                 "self.idle_scope.deadline = anyio.current_time() + self._idle_timeout"):
+        assert line in source, line
+    async with transport.connect() as (read_stream, _):
+        assert transport.idle_scope is not None
+        writer = transport._read_stream_writer
+        assert writer is not None
+        with anyio.fail_after(5):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(writer.send, "a message")
+                assert await read_stream.receive() == "a message"
+
+
 def test_uvicorn_httptools_protocol_members_the_header_deadline_and_limit_use() -> None:
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 

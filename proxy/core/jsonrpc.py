@@ -457,6 +457,12 @@ def wire_problem(body: bytes) -> WireError | None:
     None when the frame is unambiguous (the SDK then parses and answers it,
     including its ordinary parse errors); otherwise the refusal it deserves.
     """
+    value = wire_value(body)
+    return value if isinstance(value, WireError) else None
+
+
+def wire_value(body: bytes) -> Any:
+    """The frame as the wire rule parsed it (see wire_problem), or the WireError it deserves."""
     value = _checked(body)
     if isinstance(value, WireError):
         return value
@@ -469,7 +475,18 @@ def wire_problem(body: bytes) -> WireError | None:
             # the client would never be answered, and a request method would
             # travel without an id.
             return _diagnose_value(value)
-    return None
+    return value
+
+
+def frame_of(value: Any) -> Frame | None:
+    """A parsed frame as a Frame without a raw line, if its shape is one `_kind_of` takes; else None.
+
+    Without a raw line, the message is written from its value when it is
+    forwarded: a body from HTTP may span lines, which a newline-delimited
+    upstream must never see.
+    """
+    kind = _kind_of(value)
+    return None if kind is None else Frame(kind, value)
 
 
 def parse_line(line: str | bytes, *, strict: bool = True) -> SessionMessage | Exception | None:

@@ -55,9 +55,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from proxy.core.jsonrpc import wire_problem
+from proxy.core.jsonrpc import WireError, wire_value
 from proxy.listen.answer import RESUMABLE_SINCE, SCOPE_KEY, Answer, Streams
 from proxy.listen.health import Health
+from proxy.listen.posts import LeanPosts
 from proxy.listen.router import StreamRouter
 from proxy.listen.sessionless import Sessionless, forwarded_spec
 from proxy.session import GateSettings, UpstreamSpec, run_session
@@ -178,6 +179,28 @@ def refusal(status: int, message: str, code: int = types.INVALID_REQUEST, data: 
     return Response(body, status_code=status, media_type="application/json", headers=headers)
 
 
+class _Replay:
+    """An ASGI `receive` that gives the body already read once, then defers to the connection's.
+
+    It carries the body as the wire rule parsed it (`value`), for the lean
+    POST path.
+    """
+
+    __slots__ = ("body", "value", "_receive", "_replayed")
+
+    def __init__(self, body: bytes, value: Any, receive: Any) -> None:
+        self.body = body
+        self.value = value
+        self._receive = receive
+        self._replayed = False
+
+    async def __call__(self) -> dict:
+        if not self._replayed:
+            self._replayed = True
+            return {"type": "http.request", "body": self.body, "more_body": False}
+        return await self._receive()
+
+
 class GateApp:
     """The ASGI application: checks, then the SSE or Streamable HTTP endpoints."""
 
@@ -195,6 +218,7 @@ class GateApp:
         self.sessions: dict[str, StreamableHTTPServerTransport] = {}
         self.streams: dict[str, Streams] = {}  # each session's resumable answer streams
         self.session_scopes: dict[str, anyio.CancelScope] = {}
+        self.posts: dict[str, LeanPosts] = {}  # each open session's lean POST path (proxy/listen/posts.py)
         # Each session's hash of its --forward-header values: its upstream was opened with them, so a
         # request carrying others must not ride on it.
         self.session_keys: dict[str, str] = {}
@@ -266,21 +290,12 @@ class GateApp:
             if not message.get("more_body", False):
                 break
         body = b"".join(chunks)
-        problem = wire_problem(body)
-        if problem is not None:
-            logger.warning("mcp-schema-gate: refused a client frame at the wire: %s", problem.message)
-            await refusal(400, problem.message, problem.code, reply_id=problem.reply_id)(scope, receive, send)
+        value = wire_value(body)
+        if isinstance(value, WireError):
+            logger.warning("mcp-schema-gate: refused a client frame at the wire: %s", value.message)
+            await refusal(400, value.message, value.code, reply_id=value.reply_id)(scope, receive, send)
             return None
-        replayed = False
-
-        async def replay() -> dict:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        return replay
+        return _Replay(body, value, receive)
 
     async def _session(self, streams: Any, bind: Any = None, spec: UpstreamSpec | None = None) -> None:
         """One client session; whatever goes wrong in it ends that session only, never the server."""
@@ -310,7 +325,8 @@ class GateApp:
         session_id = headers.get(MCP_SESSION_ID_HEADER)
         version = headers.get(MCP_PROTOCOL_VERSION_HEADER)
         if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS and session_id is None:
-            return await self.sessionless.handle(scope, receive, send)
+            decoded = receive.value if type(receive) is _Replay else None
+            return await self.sessionless.handle(scope, receive, send, decoded)
         if scope["method"] == "GET" and (last_event_id := headers.get("last-event-id")) is not None:
             return await self._resume(session_id, last_event_id, scope, receive, send)
         if session_id is not None:
@@ -321,7 +337,7 @@ class GateApp:
                 return await refusal(403, "Forbidden: this request's forwarded headers ("
                                      f"{', '.join(self.listen.forward_headers)}) differ from the ones the session "
                                      "was opened with; open a new session")(scope, receive, send)
-            await self._handle(transport, scope, receive, send, session_id)
+            await self._handle(transport, scope, receive, send, session_id, headers)
             if transport.is_terminated:
                 self._end(session_id)
             return
@@ -345,7 +361,7 @@ class GateApp:
                 status.append(message["status"])
             await send(message)
 
-        await self._handle(transport, scope, receive, watch, session_id)
+        await self._handle(transport, scope, receive, watch, session_id, headers)
         if not status or status[0] >= 400:
             self._end(session_id)  # no session was established
 
@@ -361,18 +377,31 @@ class GateApp:
                       "Last-Event-ID")(scope, receive, send)
 
     async def _handle(self, transport: StreamableHTTPServerTransport, scope: dict, receive: Any, send: Any,
-                      session_id: str) -> None:
-        """Let the transport answer; a request POST's answer goes through an `Answer` (proxy/listen/answer.py)."""
+                      session_id: str, headers: Headers) -> None:
+        """Let the transport answer, or the lean path (proxy/listen/posts.py) when it can.
+
+        A request POST's answer goes through an `Answer` (proxy/listen/answer.py)
+        unless every answer is one JSON body (--json-response).
+        """
+        posts = self.posts.get(session_id)
+        frame = posts.take(scope, headers, receive.value) if posts is not None and type(receive) is _Replay else None
         if scope["method"] != "POST" or self.listen.json_response:
+            if frame is not None:
+                assert posts is not None
+                return await posts.answer(frame, send)
             return await transport.handle_request(scope, receive, send)
-        version = Headers(scope=scope).get(MCP_PROTOCOL_VERSION_HEADER) or ""
+        version = headers.get(MCP_PROTOCOL_VERSION_HEADER) or ""
         streams = self.streams.setdefault(session_id, Streams())
         answer = Answer(send, session_id, resumable=version >= RESUMABLE_SINCE, streams=streams)
         scope[SCOPE_KEY] = answer
         async with anyio.create_task_group() as tg:
             tg.start_soon(answer.stream_when_slow)
             try:
-                await transport.handle_request(scope, receive, answer.send)
+                if frame is not None:
+                    assert posts is not None
+                    await posts.answer(frame, answer.send)
+                else:
+                    await transport.handle_request(scope, receive, answer.send)
             finally:
                 answer.settle()
 
@@ -389,8 +418,10 @@ class GateApp:
         try:
             with scope:
                 async with transport.connect() as (read_stream, write_stream):
+                    posts = self.posts[session_id] = LeanPosts(transport, session_id)
                     task_status.started()
-                    router = StreamRouter(read_stream, write_stream, related_streams=not self.listen.json_response)
+                    router = StreamRouter(read_stream, write_stream, related_streams=not self.listen.json_response,
+                                          posts=posts)
                     idle = transport.idle_scope or anyio.CancelScope()
                     try:
                         with idle:
@@ -406,6 +437,8 @@ class GateApp:
                             with anyio.CancelScope(shield=True):
                                 await transport.terminate()
         finally:
+            if (posts := self.posts.pop(session_id, None)) is not None:
+                posts.close()
             self.sessions.pop(session_id, None)
             self.session_scopes.pop(session_id, None)
             self.streams.pop(session_id, None)

@@ -26,6 +26,7 @@ from proxy.core.jsonrpc import id_key
 from proxy.core.relay import InFlight, Relay
 from proxy.core.streams import ReadStream, StreamPair, WriteStream
 from proxy.listen.answer import SCOPE_KEY, Answer
+from proxy.listen.posts import LeanPosts
 
 
 class _RoutedWriter:
@@ -44,8 +45,10 @@ class StreamRouter:
     in-flight table, which `bind` hands it when the session's relay exists.
     """
 
-    def __init__(self, read_stream: ReadStream, write_stream: WriteStream, *, related_streams: bool = True) -> None:
+    def __init__(self, read_stream: ReadStream, write_stream: WriteStream, *, related_streams: bool = True,
+                 posts: LeanPosts | None = None) -> None:
         self._write = write_stream
+        self._posts = posts  # a reply to a POST on the lean path goes straight to it
         self._related_streams = related_streams  # False (JSON responses): everything but replies to the GET stream
         self._relay: Relay | None = None
         self.streams: StreamPair = (read_stream, _RoutedWriter(self))
@@ -59,6 +62,8 @@ class StreamRouter:
 
     async def send(self, item: SessionMessage) -> None:
         """Write a routed message: one that belongs to a call goes on the call's own POST answer."""
+        if self._posts is not None and self._posts.deliver(item):
+            return
         metadata = item.metadata
         if isinstance(metadata, ServerMessageMetadata) and metadata.related_request_id is not None:
             answer = _answer_of(self._request(metadata.related_request_id))

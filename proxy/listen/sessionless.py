@@ -173,27 +173,15 @@ class Sessionless:
 
     # ---- one POST ---------------------------------------------------------------------
 
-    async def handle(self, scope: dict, receive: Any, send: Any) -> None:
-        """Answer one sessionless request (its body already passed the wire rule, and `receive` replays it)."""
+    async def handle(self, scope: dict, receive: Any, send: Any, decoded: Any) -> None:
+        """Answer one sessionless request: `decoded` is its body as the wire rule parsed it (`receive` replays it)."""
         if scope["method"] != "POST":
             # No standing streams at 2026-07-28: server events come on subscriptions/listen.
             return await Response(status_code=405, headers={"Allow": "POST"})(scope, receive, send)
-        chunks: list[bytes] = []
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
+        await receive()  # the body, already parsed: what comes after it is the disconnect watched below
         raw_headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
         headers = {name.lower(): value for name, value in raw_headers}
         accept = headers.get("accept", "")
-        try:
-            decoded = json.loads(body)
-        except (ValueError, RecursionError):
-            return await _reply(scope, receive, send, _error(None, types.PARSE_ERROR, "Parse error"))
         if isinstance(decoded, dict) and "method" in decoded and "id" not in decoded:
             # The core protocol has no client notifications on this wire (a client
             # cancels by closing its POST); acknowledged and dropped, as the SDK does.
