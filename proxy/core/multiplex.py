@@ -31,6 +31,7 @@ import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
 
+from proxy.core.jsonrpc import Frame
 from proxy.core.streams import StreamPair
 
 logger = logging.getLogger("mcp-schema-gate")
@@ -101,11 +102,12 @@ class Multiplexer:
             params = {**params, "_meta": {**meta, "progressToken": upstream_id}}
             self._by_token[upstream_id] = entry
         self._by_id[upstream_id] = entry
-        renamed = types.JSONRPCRequest(jsonrpc="2.0", id=upstream_id, method=request.method)
+        # A Frame, as a pipe transport delivers: the relay and an upstream read it without an SDK model.
+        renamed = {"jsonrpc": "2.0", "id": upstream_id, "method": request.method}
         if params is not None:
-            renamed.params = params
+            renamed["params"] = params
         try:
-            await self._send.send(SessionMessage(renamed))
+            await self._send.send(Frame("request", renamed))
             await entry.done.wait()
         except BaseException:
             if not entry.done.is_set():
@@ -118,10 +120,10 @@ class Multiplexer:
         return entry.reply
 
     async def _cancel(self, upstream_id: int) -> None:
-        cancelled = types.JSONRPCNotification(jsonrpc="2.0", method="notifications/cancelled",
-                                              params={"requestId": upstream_id, "reason": "the client went away"})
+        cancelled = {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                     "params": {"requestId": upstream_id, "reason": "the client went away"}}
         try:
-            await self._send.send(SessionMessage(cancelled))
+            await self._send.send(Frame("notification", cancelled))
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             pass
 
