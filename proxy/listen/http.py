@@ -514,9 +514,11 @@ async def serve_http(listen: ListenSettings, spec: UpstreamSpec, settings: GateS
     protocol = type("GateHttpProtocol", (_HttpProtocol,), {"header_timeout": listen.header_timeout})
     async with anyio.create_task_group() as tg:
         app = GateApp(listen, spec, settings, tg, stop)
+        # proxy_headers off: nothing here reads the client's address or scheme, which that middleware
+        # would rewrite from a trusted peer's X-Forwarded-* headers, a layer every request passed through.
         config = uvicorn.Config(app, host=listen.host, port=listen.port, lifespan="off", log_level="warning",
                                 access_log=False, timeout_graceful_shutdown=2, http=protocol,
-                                limit_concurrency=listen.max_connections)
+                                limit_concurrency=listen.max_connections, proxy_headers=False)
         server = _Server(config)
 
         async def stop_serving() -> None:
