@@ -660,6 +660,13 @@ def print_open_sessions(report: dict) -> None:
               "CPU (open, list and close, each process's own)")
 
 
+def print_instructions(report: dict) -> None:
+    this, base = report
+    for traffic in ("session", "sessionless"):
+        print(f"{traffic}: this tree's gate executes {report[this][traffic] / report[base][traffic]:.3f}x "
+              f"the instructions per call of {base}'s")
+
+
 def print_ab(report: dict) -> None:
     this, base = report["sides"]
 
@@ -714,32 +721,22 @@ def main() -> int:
                         help="with --open-sessions: the benchmark server also lists this captured catalog's tools "
                         "(e.g. fixtures/catalogs/mcp-gitlab-zereight.json)")
     args = parser.parse_args()
-    if args.open_sessions:
-        report = asyncio.run(open_sessions(args))
+
+    def emit(report: dict, show) -> int:
         if args.json:
             print(json.dumps(report, indent=2))
         else:
-            print_open_sessions(report)
+            show(report)
         return 0
+
+    if args.open_sessions:
+        return emit(asyncio.run(open_sessions(args)), print_open_sessions)
     if args.instructions:
         if not args.baseline_ref:
             parser.error("--instructions compares with --baseline-ref REF (REF may be HEAD)")
-        report = instructions_ab(args)
-        if args.json:
-            print(json.dumps(report, indent=2))
-        else:
-            this, base = report
-            for traffic in ("session", "sessionless"):
-                print(f"{traffic}: this tree's gate executes {report[this][traffic] / report[base][traffic]:.3f}x "
-                      f"the instructions per call of {base}'s")
-        return 0
+        return emit(instructions_ab(args), print_instructions)
     if args.baseline_ref:
-        report = asyncio.run(ab(args))
-        if args.json:
-            print(json.dumps(report, indent=2))
-        else:
-            print_ab(report)
-        return 0
+        return emit(asyncio.run(ab(args)), print_ab)
     if args.replicas and not args.haproxy:
         parser.error("--replicas needs --haproxy PATH (e.g. /usr/sbin/haproxy)")
     if args.scale_only and not args.replicas:
