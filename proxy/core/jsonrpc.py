@@ -478,6 +478,20 @@ def wire_value(body: bytes) -> Any:
     return value
 
 
+def json_frame(body: bytes) -> Frame | None:
+    """A JSON text from an upstream as a Frame without a raw line, or None where the SDK's parser must decide.
+
+    None for what msgspec refuses (the SDK's parser then answers, or words
+    the error) and for shapes `_kind_of` does not take. Upstream frames are
+    not held to the wire rule: the gate decides on what clients send.
+    """
+    try:
+        value = _decode(body)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    return frame_of(value)
+
+
 def frame_of(value: Any) -> Frame | None:
     """A parsed frame as a Frame without a raw line, if its shape is one `_kind_of` takes; else None.
 

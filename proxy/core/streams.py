@@ -33,7 +33,7 @@ StreamPair = tuple[ReadStream, WriteStream]
 
 
 class WatchedReader:
-    """A read stream that shows each message to ``watch`` (an async callable) before passing it on.
+    """A read stream that shows each SessionMessage to ``watch`` (an async callable) before passing it on.
 
     The Streamable HTTP upstream uses it to learn from traffic without
     touching it: the negotiated protocol version for header stamping.
@@ -49,7 +49,7 @@ class WatchedReader:
     async def receive(self) -> SessionMessage | Exception:
         item = await self._inner.receive()
         if isinstance(item, SessionMessage):
-            await self._watch(item.message)
+            await self._watch(item)
         return item
 
     async def __anext__(self) -> SessionMessage | Exception:

@@ -48,7 +48,7 @@ from mcp.shared.inbound import (
 from mcp.shared.message import ClientMessageMetadata, ServerMessageMetadata, SessionMessage
 from pydantic import ValidationError
 
-from proxy.core.jsonrpc import PROTOCOL_VERSION_META_KEY, meta_of
+from proxy.core.jsonrpc import PROTOCOL_VERSION_META_KEY, envelope_of, json_frame, meta_of
 from proxy.core.streams import StreamPair, WatchedReader
 from proxy.upstream.http_client import http_client
 from proxy.upstream.post_pool import CONNECT_TIMEOUT, HTTPError, PostPool
@@ -84,15 +84,18 @@ class HeaderStamper:
         self.negotiated: str | None = None
         self._header_maps: dict[int, tuple[Any, dict]] = {}
 
-    def observe_reply(self, message: Any) -> None:
-        if self._initialize_ids and isinstance(message, types.JSONRPCResponse) and message.id in self._initialize_ids:
-            self._initialize_ids.discard(message.id)
-            version = message.result.get("protocolVersion") if isinstance(message.result, dict) else None
+    def observe_reply(self, item: SessionMessage) -> None:
+        if not self._initialize_ids:
+            return
+        reply = envelope_of(item)  # a Frame is read without building the SDK's model
+        if reply.kind == "response" and reply.id in self._initialize_ids:
+            self._initialize_ids.discard(reply.id)
+            version = reply.result.get("protocolVersion") if isinstance(reply.result, dict) else None
             if isinstance(version, str):
                 self.negotiated = version
 
-    async def observe(self, message: Any) -> None:  # the WatchedReader callback
-        self.observe_reply(message)
+    async def observe(self, item: SessionMessage) -> None:  # the WatchedReader callback
+        self.observe_reply(item)
 
     def headers_for(self, message: Any) -> dict[str, str] | None:
         if not isinstance(message, types.JSONRPCRequest):
@@ -339,8 +342,13 @@ class _TaggingTransport(StreamableHTTPTransport):
         await ctx.read_stream_writer.send(SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error)))
 
     async def _lean_json(self, ctx, request_id: Any, response: Any) -> None:
+        body = await response.read()
+        frame = json_frame(body)
+        if frame is not None:  # the usual shapes, relayed without the SDK's model (see Frame)
+            await ctx.read_stream_writer.send(frame)
+            return
         try:
-            message = types.jsonrpc_message_adapter.validate_json(await response.read(), by_name=False)
+            message = types.jsonrpc_message_adapter.validate_json(body, by_name=False)
         except ValidationError as exc:
             error = types.ErrorData(code=types.PARSE_ERROR, message=f"Failed to parse JSON response: {exc}")
             message = types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error)

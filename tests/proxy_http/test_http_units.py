@@ -7,6 +7,7 @@ import mcp_types as types
 import pytest
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
 
+from proxy.core.jsonrpc import Frame, json_frame
 from proxy.listen.http import parse_listen
 from proxy.upstream.streamable_http import HeaderStamper, transport_for
 from proxy.listen.router import StreamRouter
@@ -22,12 +23,36 @@ def request(request_id, method, params=None):
     return types.JSONRPCRequest(jsonrpc="2.0", id=request_id, method=method, params=params)
 
 
+@pytest.mark.parametrize("as_frame", [False, True])
+def test_the_negotiated_version_is_read_from_the_initialize_reply_however_it_was_parsed(as_frame: bool) -> None:
+    stamper = HeaderStamper(lambda name: None)
+    stamper.headers_for(request("init", "initialize", {"protocolVersion": "2025-11-25"}))
+    body = b'{"jsonrpc":"2.0","id":"init","result":{"protocolVersion":"2025-03-26","capabilities":{}}}'
+    reply = json_frame(body) if as_frame else SessionMessage(
+        types.jsonrpc_message_adapter.validate_json(body, by_name=False))
+    assert type(reply) is Frame if as_frame else type(reply) is SessionMessage
+    stamper.observe_reply(json_frame(b'{"jsonrpc":"2.0","id":"other","result":{"protocolVersion":"1999-01-01"}}'))
+    assert stamper.negotiated is None  # only the reply to the initialize it stamped
+    stamper.observe_reply(reply)
+    assert stamper.negotiated == "2025-03-26"
+    assert stamper.headers_for(request(1, "ping"))["mcp-protocol-version"] == "2025-03-26"
+
+
+def test_an_upstream_json_body_becomes_a_frame_only_in_the_shapes_frame_takes() -> None:
+    assert json_frame(b'{"jsonrpc":"2.0","id":3,"result":{"n":12345678901234567890123}}').result == {
+        "n": 12345678901234567890123}
+    for body in (b'{"jsonrpc":"2.0","id":3,"result":{},"extra":1}', b'{"jsonrpc":"2.0","id":3,"result":[]}',
+                 b'[1]', rb'{"jsonrpc":"2.0","id":3,"result":{"s":"\ud800"}}', b'not json'):
+        assert json_frame(body) is None, body  # the SDK's parser decides these, as before
+
+
 def test_header_stamper_follows_the_relayed_handshake_and_the_annotations() -> None:
     stamper = HeaderStamper(lambda name: SCHEMA if name == "deploy" else None)
     init = request(0, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
                                      "clientInfo": {"name": "c", "version": "0"}})
     assert stamper.headers_for(init) == {"mcp-method": "initialize"}
-    stamper.observe_reply(types.JSONRPCResponse(jsonrpc="2.0", id=0, result={"protocolVersion": "2025-06-18"}))
+    stamper.observe_reply(SessionMessage(types.JSONRPCResponse(jsonrpc="2.0", id=0,
+                                                               result={"protocolVersion": "2025-06-18"})))
     call = request(1, "tools/call", {"name": "deploy", "arguments": {"region": "eu-west", "opts": {"dry": True},
                                                                      "plain": "x"}})
     assert stamper.headers_for(call) == {
