@@ -32,7 +32,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
 
 from proxy.core.jsonrpc import Frame
-from proxy.core.streams import StreamPair
+from proxy.core.streams import StreamPair, hand_over
 
 logger = logging.getLogger("mcp-schema-gate")
 
@@ -107,7 +107,7 @@ class Multiplexer:
         if params is not None:
             renamed["params"] = params
         try:
-            await self._send.send(Frame("request", renamed))
+            await hand_over(self._send, Frame("request", renamed))
             await entry.done.wait()
         except BaseException:
             if not entry.done.is_set():

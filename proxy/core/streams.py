@@ -32,6 +32,22 @@ class WriteStream(Protocol):
 StreamPair = tuple[ReadStream, WriteStream]
 
 
+async def hand_over(stream: Any, item: Any) -> None:
+    """`stream.send(item)`, without a turn of the event loop when a receiver is already waiting.
+
+    anyio's `send` takes a checkpoint (a yield to the event loop) before
+    every item; on a hop where the receiving task is already parked, as it is
+    on a relay's streams between messages, that is a scheduling round per
+    hop that carries nothing. `send_nowait` hands the item straight to the
+    waiting receiver (one whose cancellation is pending is skipped), and
+    only a stream with nobody waiting falls back to `send`.
+    """
+    try:
+        stream.send_nowait(item)
+    except anyio.WouldBlock:
+        await stream.send(item)
+
+
 class WatchedReader:
     """A read stream that shows each SessionMessage to ``watch`` (an async callable) before passing it on.
 

@@ -49,7 +49,7 @@ from mcp.shared.message import ClientMessageMetadata, ServerMessageMetadata, Ses
 from pydantic import ValidationError
 
 from proxy.core.jsonrpc import PROTOCOL_VERSION_META_KEY, envelope_of, json_frame, meta_of
-from proxy.core.streams import StreamPair, WatchedReader
+from proxy.core.streams import StreamPair, WatchedReader, hand_over
 from proxy.upstream.http_client import http_client
 from proxy.upstream.post_pool import CONNECT_TIMEOUT, HTTPError, PostPool
 from proxy.upstream.post_pool import eligible as lean_posts_for
@@ -154,7 +154,7 @@ class _StampingWriter:
 
     async def send(self, item: SessionMessage) -> None:
         headers = self._stamper.headers_for(item.message)
-        await self._inner.send(SessionMessage(item.message, metadata=ClientMessageMetadata(headers=headers)))
+        await hand_over(self._inner, SessionMessage(item.message, metadata=ClientMessageMetadata(headers=headers)))
 
     async def aclose(self) -> None:
         await self._inner.aclose()
@@ -345,7 +345,7 @@ class _TaggingTransport(StreamableHTTPTransport):
         body = await response.read()
         frame = json_frame(body)
         if frame is not None:  # the usual shapes, relayed without the SDK's model (see Frame)
-            await ctx.read_stream_writer.send(frame)
+            await hand_over(ctx.read_stream_writer, frame)
             return
         try:
             message = types.jsonrpc_message_adapter.validate_json(body, by_name=False)

@@ -205,3 +205,41 @@ async def test_a_standing_listen_request_does_not_hold_the_exit_but_is_answered_
 def test_an_sdk_model_envelope_reads_each_kind_s_own_fields(message: Any, expected: tuple) -> None:
     envelope = envelope_of(SessionMessage(message))
     assert (envelope.kind, envelope.id, envelope.method, envelope.params, envelope.result, envelope.error) == expected
+
+
+async def test_hand_over_gives_a_parked_receiver_its_item_without_a_turn_of_the_event_loop() -> None:
+    from proxy.core.streams import hand_over
+
+    send, receive = anyio.create_memory_object_stream[str](0)
+    got: list[str] = []
+    turns: list[int] = []
+
+    async def receiver() -> None:
+        got.append(await receive.receive())
+
+    async def other() -> None:
+        turns.append(1)
+
+    async with send, receive, anyio.create_task_group() as tg:
+        tg.start_soon(receiver)
+        await anyio.wait_all_tasks_blocked()
+        tg.start_soon(other)  # runs at the event loop's next turn
+        await hand_over(send, "x")
+        assert turns == []  # hand_over did not yield: no other task ran
+        assert got == []  # the receiver has its item, and runs at the next turn
+    assert got == ["x"] and turns == [1]
+
+
+async def test_hand_over_waits_for_a_receiver_and_fails_as_send_does_when_there_is_none() -> None:
+    from proxy.core.streams import hand_over
+
+    send, receive = anyio.create_memory_object_stream[str](0)
+    with anyio.move_on_after(0.1) as waited:
+        await hand_over(send, "nobody is listening yet")
+    assert waited.cancelled_caught
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(hand_over, send, "later")
+        assert await receive.receive() == "later"
+    receive.close()
+    with pytest.raises(anyio.BrokenResourceError):
+        await hand_over(send, "after the receiver closed")
