@@ -9,9 +9,10 @@ wrappers here are interchangeable and checked by type, not by convention.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import anyio
+from anyio.streams.memory import MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
 
@@ -30,9 +31,10 @@ class WriteStream(Protocol):
 
 
 StreamPair = tuple[ReadStream, WriteStream]
+T = TypeVar("T")
 
 
-async def hand_over(stream: Any, item: Any) -> None:
+async def hand_over(stream: MemoryObjectSendStream[T], item: T) -> None:
     """`stream.send(item)`, without a turn of the event loop when a receiver is already waiting.
 
     anyio's `send` takes a checkpoint (a yield to the event loop) before

@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 import anyio
 import httpx2
 import mcp_types as types
-from anyio.streams.memory import MemoryObjectReceiveStream
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from httpx2 import EventSource, ServerSentEvent
 from mcp.client.streamable_http import MCP_SESSION_ID, StreamableHTTPTransport
 from mcp.shared.inbound import (
@@ -148,7 +148,7 @@ class HeaderStamper:
 class _StampingWriter:
     """The upstream write stream, with each message's headers put in its ClientMessageMetadata."""
 
-    def __init__(self, inner: Any, stamper: HeaderStamper) -> None:
+    def __init__(self, inner: MemoryObjectSendStream[SessionMessage], stamper: HeaderStamper) -> None:
         self._inner = inner
         self._stamper = stamper
 
