@@ -451,18 +451,14 @@ def _checked(data: str | bytes) -> Any:
         return WireError(PARSE_ERROR, f"Parse error: {exc}")
 
 
-def wire_problem(body: bytes) -> WireError | None:
-    """The wire rule (strict_loads) for a frame the SDK's HTTP transports will parse themselves.
-
-    None when the frame is unambiguous (the SDK then parses and answers it,
-    including its ordinary parse errors); otherwise the refusal it deserves.
-    """
-    value = wire_value(body)
-    return value if isinstance(value, WireError) else None
-
-
 def wire_value(body: bytes) -> Any:
-    """The frame as the wire rule parsed it (see wire_problem), or the WireError it deserves."""
+    """An HTTP body under the wire rule (strict_loads): the value it parsed to, or the WireError it deserves.
+
+    The refusal covers what no reader may see differently, batches, and an
+    id the SDK would take for a notification; anything else passes with its
+    value (a shape the gate does not take itself is then parsed, and its
+    ordinary errors answered, by the SDK's transport).
+    """
     value = _checked(body)
     if isinstance(value, WireError):
         return value

@@ -36,6 +36,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, StreamableHTTPServerTransport
+from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.datastructures import Headers
@@ -89,7 +90,7 @@ class LeanPosts:
         idle = transport.idle_scope
         if self._closed or transport.is_terminated or (idle is not None and idle.cancel_called):
             return None
-        version = headers.get("mcp-protocol-version")
+        version = headers.get(MCP_PROTOCOL_VERSION_HEADER)
         if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
             return None
         if not is_json_content(headers.get("content-type", "")) or not accepts_json(headers.get("accept", "")):
