@@ -56,7 +56,7 @@ def test_streamable_http_client_transport_attributes() -> None:
 
 
 def test_post_writer_handles_each_message_itself_when_its_reader_carries_no_sender_context() -> None:
-    """proxy/upstream/streamable_http.py:_ContextFree relies on this branch of post_writer."""
+    """proxy/upstream/streamable_http.py gives post_writer a `MailboxReceiver` (last_context None): this branch."""
     from mcp.client.streamable_http import StreamableHTTPTransport
 
     source = inspect.getsource(StreamableHTTPTransport.post_writer)

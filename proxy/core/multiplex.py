@@ -28,11 +28,10 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
 
 from proxy.core.jsonrpc import Frame
-from proxy.core.streams import StreamPair, hand_over
+from proxy.core.streams import StreamPair, mailbox
 
 logger = logging.getLogger("mcp-schema-gate")
 
@@ -69,9 +68,7 @@ class Multiplexer:
     """The stream pair a shared relay sees as its one client (see the module docstring)."""
 
     def __init__(self) -> None:
-        send: MemoryObjectSendStream[SessionMessage]
-        receive: MemoryObjectReceiveStream[SessionMessage]
-        send, receive = anyio.create_memory_object_stream[SessionMessage](0)
+        send, receive = mailbox()
         self._send = send
         self.streams: StreamPair = (receive, _Writer(self))
         self._ids = itertools.count(1)
@@ -107,7 +104,7 @@ class Multiplexer:
         if params is not None:
             renamed["params"] = params
         try:
-            await hand_over(self._send, Frame("request", renamed))
+            await self._send.send(Frame("request", renamed))
             await entry.done.wait()
         except BaseException:
             if not entry.done.is_set():

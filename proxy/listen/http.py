@@ -49,6 +49,7 @@ from mcp.server.transport_security import (
     TransportSecuritySettings,
 )
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
+from mcp.shared.message import SessionMessage
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.datastructures import Headers
 from starlette.requests import Request
@@ -56,6 +57,7 @@ from starlette.responses import Response
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from proxy.core.jsonrpc import WireError, wire_value
+from proxy.core.streams import MailboxSender, ReadStream, mailbox
 from proxy.listen.answer import RESUMABLE_SINCE, SCOPE_KEY, Answer, Streams
 from proxy.listen.health import Health
 from proxy.listen.posts import LeanPosts
@@ -417,10 +419,14 @@ class GateApp:
         self.session_scopes[session_id] = scope
         try:
             with scope:
-                async with transport.connect() as (read_stream, write_stream):
-                    posts = self.posts[session_id] = LeanPosts(transport, session_id)
+                async with transport.connect() as (read_stream, write_stream), anyio.create_task_group() as inner:
+                    # The relay reads one inbox: what the transport parsed is
+                    # forwarded into it, and the lean path puts its Frames there directly.
+                    inbox_send, inbox = mailbox()
+                    inner.start_soon(_forward, read_stream, inbox_send)
+                    posts = self.posts[session_id] = LeanPosts(transport, session_id, inbox_send)
                     task_status.started()
-                    router = StreamRouter(read_stream, write_stream, related_streams=not self.listen.json_response,
+                    router = StreamRouter(inbox, write_stream, related_streams=not self.listen.json_response,
                                           posts=posts)
                     idle = transport.idle_scope or anyio.CancelScope()
                     try:
@@ -436,6 +442,8 @@ class GateApp:
                         if not transport.is_terminated:
                             with anyio.CancelScope(shield=True):
                                 await transport.terminate()
+                        inbox.close()  # a lean POST arriving now is answered as terminated
+                        inner.cancel_scope.cancel()  # the forwarder may be parked on an inbox nobody reads
         finally:
             if (posts := self.posts.pop(session_id, None)) is not None:
                 posts.close()
@@ -449,6 +457,14 @@ class GateApp:
         scope = self.session_scopes.get(session_id)
         if scope is not None:
             scope.cancel()
+
+
+async def _forward(source: ReadStream, inbox: MailboxSender[SessionMessage | Exception]) -> None:
+    """Everything the SDK transport parsed, into the session's inbox; the inbox ends when the transport's stream does."""
+    with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
+        async with inbox:
+            async for item in source:
+                await inbox.send(item)
 
 
 class _HttpProtocol(HttpToolsProtocol):

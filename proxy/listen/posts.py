@@ -13,9 +13,10 @@ largest single share of the listening side's CPU (docs/performance.md).
 `LeanPosts` takes the common case only: a POST to a session that exists and
 is not ending, with the headers the transport would accept and a body in a
 shape `Frame` takes (a request other than `initialize`, a notification or a
-response). It hands the `Frame` to the session on the transport's own read
-stream, so the relay sees it exactly as it sees the transport's messages,
-and the reply comes back through `StreamRouter.send`, which calls `deliver`
+response). It hands the `Frame` to the session's inbox, the mailbox the
+relay reads and the transport's own read stream is forwarded into, so the
+relay sees it exactly as it sees the transport's messages, and the reply
+comes back through `StreamRouter.send`, which calls `deliver`
 before the transport's write stream. Everything else (a refusal the SDK
 words, an `initialize` on an open session, a terminated session, GET and
 DELETE) still goes to the SDK transport, which stays the authority on what
@@ -30,7 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import anyio
@@ -43,6 +44,7 @@ from starlette.datastructures import Headers
 from starlette.requests import Request
 
 from proxy.core.jsonrpc import Frame, dump, envelope_of, frame_of, id_key
+from proxy.core.streams import MailboxSender
 
 _JSON = b"application/json"
 _TERMINATED = b'{"jsonrpc":"2.0","id":null,"error":{"code":%d,"message":"Session terminated before the request ' \
@@ -75,8 +77,10 @@ class _Waiter:
 class LeanPosts:
     """The lean path for one session's POSTs (see the module docstring)."""
 
-    def __init__(self, transport: StreamableHTTPServerTransport, session_id: str) -> None:
+    def __init__(self, transport: StreamableHTTPServerTransport, session_id: str,
+                 inbox: MailboxSender[SessionMessage | Exception]) -> None:
         self._transport = transport
+        self._inbox = inbox
         self._headers = [(b"content-type", _JSON), (MCP_SESSION_ID_HEADER.encode(), session_id.encode("latin-1"))]
         self._waiting: dict[tuple[bool, Any], _Waiter] = {}
         self._closed = False
@@ -106,18 +110,20 @@ class LeanPosts:
 
     async def answer(self, frame: Frame, send: Any) -> None:
         """Hand the message to the session; answer the POST with its reply (a request) or 202 (anything else)."""
-        writer = self._transport._read_stream_writer
-        assert writer is not None  # connect() ran: the session is in the table only after it started
+        inbox = self._inbox
         with self._in_flight():
             if frame.kind != "request":
                 await self._respond(send, 202, b"")
-                await writer.send(frame)
+                with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    await inbox.send(frame)  # the session ended meanwhile: as the transport drops it then
                 return
             key = id_key(frame.id)
             waiter = self._waiting[key] = _Waiter()
             try:
-                await writer.send(frame)
+                await inbox.send(frame)
                 await waiter.event.wait()
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                pass  # the session ended before it took the request: answered below as terminated
             finally:
                 self._waiting.pop(key, None)
             reply = waiter.reply

@@ -22,7 +22,7 @@ from typing import Any
 import mcp_types as types
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
 
-from proxy.core.jsonrpc import id_key
+from proxy.core.jsonrpc import envelope_of, id_key
 from proxy.core.relay import InFlight, Relay
 from proxy.core.streams import ReadStream, StreamPair, WriteStream
 from proxy.listen.answer import SCOPE_KEY, Answer
@@ -79,9 +79,10 @@ class StreamRouter:
 
     def route(self, item: SessionMessage) -> SessionMessage:
         """The message with the id of the client request it belongs to in its metadata, or bare for the GET stream."""
+        kind = envelope_of(item).kind
+        if kind == "response" or kind == "error":
+            return item  # a reply goes with its request: no SDK model built to learn that
         message = item.message
-        if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
-            return item
         if not self._related_streams:
             return SessionMessage(message)
         related: InFlight | None = None

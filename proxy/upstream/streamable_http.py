@@ -32,7 +32,6 @@ from urllib.parse import urlsplit
 import anyio
 import httpx2
 import mcp_types as types
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from httpx2 import EventSource, ServerSentEvent
 from mcp.client.streamable_http import MCP_SESSION_ID, StreamableHTTPTransport
 from mcp.shared.inbound import (
@@ -49,7 +48,7 @@ from mcp.shared.message import ClientMessageMetadata, ServerMessageMetadata, Ses
 from pydantic import ValidationError
 
 from proxy.core.jsonrpc import PROTOCOL_VERSION_META_KEY, envelope_of, json_frame, meta_of
-from proxy.core.streams import StreamPair, WatchedReader, hand_over
+from proxy.core.streams import MailboxSender, StreamPair, WatchedReader, mailbox
 from proxy.upstream.http_client import http_client
 from proxy.upstream.post_pool import CONNECT_TIMEOUT, HTTPError, PostPool
 from proxy.upstream.post_pool import eligible as lean_posts_for
@@ -148,13 +147,13 @@ class HeaderStamper:
 class _StampingWriter:
     """The upstream write stream, with each message's headers put in its ClientMessageMetadata."""
 
-    def __init__(self, inner: MemoryObjectSendStream[SessionMessage], stamper: HeaderStamper) -> None:
+    def __init__(self, inner: MailboxSender[SessionMessage], stamper: HeaderStamper) -> None:
         self._inner = inner
         self._stamper = stamper
 
     async def send(self, item: SessionMessage) -> None:
         headers = self._stamper.headers_for(item.message)
-        await hand_over(self._inner, SessionMessage(item.message, metadata=ClientMessageMetadata(headers=headers)))
+        await self._inner.send(SessionMessage(item.message, metadata=ClientMessageMetadata(headers=headers)))
 
     async def aclose(self) -> None:
         await self._inner.aclose()
@@ -345,7 +344,7 @@ class _TaggingTransport(StreamableHTTPTransport):
         body = await response.read()
         frame = json_frame(body)
         if frame is not None:  # the usual shapes, relayed without the SDK's model (see Frame)
-            await hand_over(ctx.read_stream_writer, frame)
+            await ctx.read_stream_writer.send(frame)
             return
         try:
             message = types.jsonrpc_message_adapter.validate_json(body, by_name=False)
@@ -371,48 +370,6 @@ class _TaggingTransport(StreamableHTTPTransport):
         await self._read_events(ctx, events(), finish)
 
 
-class _ContextFree:
-    """The reading end of the upstream write stream, as the SDK's `post_writer` reads it, minus the context.
-
-    The SDK's own streams (`create_context_streams`) capture the sender's
-    `contextvars.Context` with every message, and `post_writer` then runs
-    each message's handling inside it, in a task group and a task of its own
-    per message. The sender here is the relay, whose context carries nothing
-    a POST needs (the gate sets no context variables), so the reader says
-    there is none (`last_context` None) and `post_writer` handles each message
-    directly: one task group and one task fewer per request, and no context
-    copied per message. The streams themselves are anyio's memory streams,
-    which the context streams wrap.
-    """
-
-    __slots__ = ("_inner",)
-    last_context = None
-
-    def __init__(self, inner: MemoryObjectReceiveStream[Any]) -> None:
-        self._inner = inner
-
-    def __aiter__(self) -> _ContextFree:
-        return self
-
-    async def __anext__(self) -> Any:
-        return await self._inner.__anext__()
-
-    async def receive(self) -> Any:
-        return await self._inner.receive()
-
-    def close(self) -> None:
-        self._inner.close()
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> _ContextFree:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-
 @asynccontextmanager
 async def _streamable_http(url: str, headers: dict[str, str] | None) -> AsyncIterator[tuple[Any, Any]]:
     """`mcp.client.streamable_http.streamable_http_client`, with `_TaggingTransport` in it (and `http_client`)."""
@@ -422,9 +379,11 @@ async def _streamable_http(url: str, headers: dict[str, str] | None) -> AsyncIte
         await stack.enter_async_context(client)
         if transport._pool is not None:
             stack.callback(transport._pool.close)
-        read_stream_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-        write_stream, write_stream_end = anyio.create_memory_object_stream[SessionMessage](0)
-        write_stream_reader = _ContextFree(write_stream_end)
+        # The gate's own mailboxes, not the SDK's context streams: the sender
+        # (the relay) carries no context a POST needs, so post_writer handles
+        # each message directly instead of in a task group of its own.
+        read_stream_writer, read_stream = mailbox()
+        write_stream, write_stream_reader = mailbox()
         async with read_stream_writer, read_stream, write_stream, write_stream_reader, anyio.create_task_group() as tg:
 
             def start_get_stream() -> None:
