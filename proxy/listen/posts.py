@@ -29,6 +29,7 @@ ends is answered as the transport answers it then (HTTP 500).
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -66,14 +67,6 @@ def is_json_content(content_type: str) -> bool:
         part.strip() == "application/json" for part in content_type.split(";")[0].split(","))
 
 
-class _Waiter:
-    __slots__ = ("event", "reply")
-
-    def __init__(self) -> None:
-        self.event = anyio.Event()
-        self.reply: SessionMessage | None = None
-
-
 class LeanPosts:
     """The lean path for one session's POSTs (see the module docstring)."""
 
@@ -82,7 +75,8 @@ class LeanPosts:
         self._transport = transport
         self._inbox = inbox
         self._headers = [(b"content-type", _JSON), (MCP_SESSION_ID_HEADER.encode(), session_id.encode("latin-1"))]
-        self._waiting: dict[tuple[bool, Any], _Waiter] = {}
+        # Each waiting request's future: its reply, or None when the session ended first.
+        self._waiting: dict[tuple[bool, Any], asyncio.Future[SessionMessage | None]] = {}
         self._closed = False
 
     def take(self, scope: dict, headers: Headers, value: Any) -> Frame | None:
@@ -118,15 +112,15 @@ class LeanPosts:
                     await inbox.send(frame)  # the session ended meanwhile: as the transport drops it then
                 return
             key = id_key(frame.id)
-            waiter = self._waiting[key] = _Waiter()
+            waiter = self._waiting[key] = asyncio.get_running_loop().create_future()
+            reply: SessionMessage | None = None
             try:
                 await inbox.send(frame)
-                await waiter.event.wait()
+                reply = await waiter
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                 pass  # the session ended before it took the request: answered below as terminated
             finally:
                 self._waiting.pop(key, None)
-            reply = waiter.reply
             if reply is None:
                 await self._respond(send, 500, _TERMINATED)
                 return
@@ -142,15 +136,16 @@ class LeanPosts:
         waiter = self._waiting.pop(id_key(envelope.id), None)
         if waiter is None:
             return False
-        waiter.reply = item
-        waiter.event.set()
+        if not waiter.done():
+            waiter.set_result(item)
         return True
 
     def close(self) -> None:
         """The session ended: every POST still waiting is answered as the transport answers it then."""
         self._closed = True
         for waiter in self._waiting.values():
-            waiter.event.set()
+            if not waiter.done():
+                waiter.set_result(None)
         self._waiting.clear()
 
     async def _respond(self, send: Any, status: int, body: bytes) -> None:
