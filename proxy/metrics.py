@@ -86,6 +86,10 @@ class Metrics(NoMetrics):
         in_flight = Gauge(f"{PREFIX}_requests_in_flight", "client requests not yet answered, over all sessions",
                           registry=r)
         in_flight.set_function(self._in_flight)
+        # Label children by label, looked up here instead of through labels() on every call:
+        # prometheus_client checks and locks there each time. Bounded by the tool-label cap.
+        self._forwarded_by: dict[str, Any] = {}
+        self._validation_by: dict[str, Any] = {}
 
     # ---- labels -------------------------------------------------------------------
 
@@ -102,7 +106,10 @@ class Metrics(NoMetrics):
     # ---- events -------------------------------------------------------------------
 
     def forwarded(self, tool: str) -> None:
-        self._forwarded.labels(tool).inc()
+        child = self._forwarded_by.get(tool)
+        if child is None:
+            child = self._forwarded_by[tool] = self._forwarded.labels(tool)
+        child.inc()
 
     def refused(self, tool: str, kind: str) -> None:
         self._refused.labels(tool, kind).inc()
@@ -118,7 +125,10 @@ class Metrics(NoMetrics):
             self._revisions.inc(count)
 
     def validation_time(self, target: str, seconds: float) -> None:
-        self._validation.labels(target).observe(seconds)
+        child = self._validation_by.get(target)
+        if child is None:
+            child = self._validation_by[target] = self._validation.labels(target)
+        child.observe(seconds)
 
     def call_latency(self, seconds: float) -> None:
         self._latency.observe(seconds)

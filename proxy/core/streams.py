@@ -40,7 +40,7 @@ T = TypeVar("T")
 
 
 class _Channel(Generic[T]):
-    __slots__ = ("items", "capacity", "receivers", "senders", "send_closed", "receive_closed")
+    __slots__ = ("items", "capacity", "receivers", "senders", "send_closed", "receive_closed", "loop")
 
     def __init__(self, capacity: int) -> None:
         self.items: deque[T] = deque()
@@ -49,6 +49,8 @@ class _Channel(Generic[T]):
         self.senders: deque[asyncio.Future[None]] = deque()  # parked in send(), waiting for room
         self.send_closed = False
         self.receive_closed = False
+        # Looked up once, at the first wait: on Python 3.11 every get_running_loop() is a getpid() system call.
+        self.loop: asyncio.AbstractEventLoop | None = None
 
 
 def _wake(waiters: deque[asyncio.Future[None]]) -> bool:
@@ -66,8 +68,11 @@ def _wake_all(waiters: deque[asyncio.Future[None]]) -> None:
         pass
 
 
-async def _park(waiters: deque[asyncio.Future[None]]) -> None:
-    waiter = asyncio.get_running_loop().create_future()
+async def _park(channel: _Channel[Any], waiters: deque[asyncio.Future[None]]) -> None:
+    loop = channel.loop
+    if loop is None:
+        loop = channel.loop = asyncio.get_running_loop()
+    waiter = loop.create_future()
     waiters.append(waiter)
     try:
         await waiter
@@ -106,7 +111,7 @@ class MailboxSender(Generic[T]):
                 self.send_nowait(item)
                 return
             except anyio.WouldBlock:
-                await _park(self._channel.senders)
+                await _park(self._channel, self._channel.senders)
 
     def close(self) -> None:
         """No more items: receivers get what is queued, then EndOfStream."""
@@ -166,7 +171,7 @@ class MailboxReceiver(Generic[T]):
                 raise anyio.EndOfStream
             if channel.senders:
                 _wake(channel.senders)  # a sender waiting for room can hand its item to this receiver now
-            await _park(channel.receivers)
+            await _park(channel, channel.receivers)
 
     def __aiter__(self) -> MailboxReceiver[T]:
         return self

@@ -74,6 +74,7 @@ class LeanPosts:
                  inbox: MailboxSender[SessionMessage | Exception]) -> None:
         self._transport = transport
         self._inbox = inbox
+        self._loop = asyncio.get_running_loop()  # made by the session's task; once, as it costs a system call on 3.11
         self._headers = [(b"content-type", _JSON), (MCP_SESSION_ID_HEADER.encode(), session_id.encode("latin-1"))]
         # Each waiting request's future: its reply, or None when the session ended first.
         self._waiting: dict[tuple[bool, Any], asyncio.Future[SessionMessage | None]] = {}
@@ -112,7 +113,7 @@ class LeanPosts:
                     await inbox.send(frame)  # the session ended meanwhile: as the transport drops it then
                 return
             key = id_key(frame.id)
-            waiter = self._waiting[key] = asyncio.get_running_loop().create_future()
+            waiter = self._waiting[key] = self._loop.create_future()
             reply: SessionMessage | None = None
             try:
                 await inbox.send(frame)
@@ -168,4 +169,4 @@ class LeanPosts:
         finally:
             transport._requests_in_flight -= 1
             if not transport._requests_in_flight:
-                idle.deadline = anyio.current_time() + transport._idle_timeout
+                idle.deadline = self._loop.time() + transport._idle_timeout
