@@ -30,14 +30,16 @@ import anyio
 import mcp_types as types
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
 
-from proxy.core.jsonrpc import Frame
+from proxy.core.jsonrpc import Envelope, Frame, envelope_of
 from proxy.core.streams import StreamPair, mailbox
 
 logger = logging.getLogger("mcp-schema-gate")
 
 SUBSCRIPTION_ID_META_KEY = "io.modelcontextprotocol/subscriptionId"
 
-Reply = types.JSONRPCResponse | types.JSONRPCError
+# The reply to one request, under the client's id: a Frame when the upstream's reply was one (no SDK
+# model built for it), else the SDK model in a SessionMessage.
+Reply = SessionMessage
 EventSink = Callable[[SessionMessage], Awaitable[None]]
 
 
@@ -80,7 +82,7 @@ class Multiplexer:
     def open_exchanges(self) -> int:
         return len(self._by_id)
 
-    async def exchange(self, request: types.JSONRPCRequest, on_event: EventSink | None = None) -> Reply:
+    async def exchange(self, request: Envelope, on_event: EventSink | None = None) -> Reply:
         """Send one client request through the relay and return its reply, under the client's own id.
 
         `on_event` is shown every upstream message that belongs to the
@@ -136,14 +138,18 @@ class Multiplexer:
     # ---- what the relay writes to its "client" ---------------------------------------
 
     async def deliver(self, item: SessionMessage) -> None:
-        message = item.message
-        if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
-            entry = self._by_id.get(message.id) if _is_int(message.id) else None
+        envelope = envelope_of(item)
+        if envelope.kind == "response" or envelope.kind == "error":
+            entry = self._by_id.get(envelope.id) if _is_int(envelope.id) else None
             if entry is None or entry.done.is_set():
                 return  # withdrawn already, or the relay's -32800 after a cancellation
-            entry.reply = message.model_copy(update={"id": entry.client_id})
+            if type(item) is Frame:
+                entry.reply = Frame(envelope.kind, {**item.value, "id": entry.client_id})  # no raw: the id changed
+            else:
+                entry.reply = SessionMessage(item.message.model_copy(update={"id": entry.client_id}))
             entry.done.set()
             return
+        message = item.message
         entry = self._owner(item)
         if entry is None or entry.on_event is None or entry.done.is_set():
             self.dropped += 1

@@ -47,6 +47,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 from starlette.responses import Response
 
+from proxy.core.jsonrpc import Envelope, dump, envelope_of, frame_of
 from proxy.core.multiplex import Multiplexer, Reply
 from proxy.core.relay import Relay
 from proxy.listen.answer import Answer
@@ -186,8 +187,10 @@ class Sessionless:
             # The core protocol has no client notifications on this wire (a client
             # cancels by closing its POST); acknowledged and dropped, as the SDK does.
             return await Response(status_code=202)(scope, receive, send)
+        request: Envelope | types.JSONRPCRequest | None = frame_of(decoded)  # the usual shapes, no SDK model
         try:
-            request = types.JSONRPCRequest.model_validate(decoded)
+            if request is None or request.kind != "request":
+                request = types.JSONRPCRequest.model_validate(decoded)
         except ValidationError:
             return await _reply(scope, receive, send, _error(
                 decoded.get("id") if isinstance(decoded, dict) else None, types.INVALID_REQUEST,
@@ -248,19 +251,20 @@ class Sessionless:
                 reply = await member.mux.exchange(request, on_event)
                 if not member.opened:
                     self._retire(member)
-                if request.method == "server/discover" and isinstance(reply, types.JSONRPCError) and (
-                        reply.error.code != types.UNSUPPORTED_PROTOCOL_VERSION):
+                error = envelope_of(reply).error
+                if request.method == "server/discover" and error is not None and (
+                        _field(error, "code") != types.UNSUPPORTED_PROTOCOL_VERSION):
                     member.legacy = True
                     logger.info("mcp-schema-gate: the upstream answered server/discover with an error (%s); "
                                 "sessionless requests are declined so that clients fall back to sessions",
-                                reply.error.message)
-                    reply = _declined(request.id, verdict.protocol_version)
+                                _field(error, "message"))
+                    reply = SessionMessage(_declined(request.id, verdict.protocol_version))
                 answering = True
                 await _answer(answer, reply)
             finally:
                 answer.settle()
 
-    def _param_header_problem(self, member: SharedUpstream, request: types.JSONRPCRequest,
+    def _param_header_problem(self, member: SharedUpstream, request: Envelope | types.JSONRPCRequest,
                               headers: Mapping[str, str]) -> InboundLadderRejection | None:
         """A tools/call whose `Mcp-Param-*` headers disagree with its arguments is refused, as the SDK's server does.
 
@@ -309,19 +313,26 @@ def _declined(request_id: Any, requested: str) -> types.JSONRPCError:
                   {"supported": supported, "requested": requested})
 
 
-def _status(reply: Reply) -> int:
-    return ERROR_CODE_HTTP_STATUS.get(reply.error.code, 200) if isinstance(reply, types.JSONRPCError) else 200
+def _field(error: Any, name: str) -> Any:
+    """A member of a reply's error: a dict in a Frame, ErrorData in an SDK model."""
+    return error.get(name) if isinstance(error, dict) else getattr(error, name, None)
 
 
-async def _reply(scope: dict, receive: Any, send: Any, reply: Reply, status: int | None = None) -> None:
+def _status(error: Any) -> int:
+    """The HTTP status of a reply with this error (None: a result), as the SDK's server maps it."""
+    code = _field(error, "code") if error is not None else None
+    return ERROR_CODE_HTTP_STATUS.get(code, 200) if isinstance(code, int) else 200
+
+
+async def _reply(scope: dict, receive: Any, send: Any, reply: types.JSONRPCError, status: int | None = None) -> None:
     body = reply.model_dump_json(by_alias=True, exclude_unset=True)
-    await Response(body, status_code=status or _status(reply), media_type=_JSON)(scope, receive, send)
+    await Response(body, status_code=status or _status(reply.error), media_type=_JSON)(scope, receive, send)
 
 
 async def _answer(answer: Answer, reply: Reply) -> None:
     """The reply through the POST's `Answer`: a JSON body, or the last event of its stream."""
-    body = reply.model_dump_json(by_alias=True, exclude_unset=True).encode()
-    await answer.send({"type": "http.response.start", "status": _status(reply),
+    body = dump(reply).rstrip(b"\n")
+    await answer.send({"type": "http.response.start", "status": _status(envelope_of(reply).error),
                        "headers": [(b"content-type", b"application/json"),
                                    (b"content-length", str(len(body)).encode())]})
     await answer.send({"type": "http.response.body", "body": body, "more_body": False})

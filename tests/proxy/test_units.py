@@ -205,3 +205,47 @@ async def test_a_standing_listen_request_does_not_hold_the_exit_but_is_answered_
 def test_an_sdk_model_envelope_reads_each_kind_s_own_fields(message: Any, expected: tuple) -> None:
     envelope = envelope_of(SessionMessage(message))
     assert (envelope.kind, envelope.id, envelope.method, envelope.params, envelope.result, envelope.error) == expected
+
+
+async def test_the_multiplexer_gives_a_frame_reply_back_under_the_client_s_id_without_an_sdk_model() -> None:
+    from proxy.core.jsonrpc import Frame, dump
+    from proxy.core.multiplex import Multiplexer
+
+    mux = Multiplexer()
+    upstream_side, writer = mux.streams
+    request = Frame("request", {"jsonrpc": "2.0", "id": "client-7", "method": "tools/call", "params": {"name": "x"}})
+    replies: list[Any] = []
+
+    async def client() -> None:
+        replies.append(await mux.exchange(request))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(client)
+        forwarded = await upstream_side.receive()
+        assert forwarded.id != "client-7"  # renamed for the shared relay
+        await writer.send(Frame("response", {"jsonrpc": "2.0", "id": forwarded.id, "result": {"big": 10**30}}))
+    (reply,) = replies
+    assert type(reply) is Frame and reply._model is None
+    assert dump(reply) == b'{"jsonrpc":"2.0","id":"client-7","result":{"big":1000000000000000000000000000000}}\n'
+
+
+async def test_the_multiplexer_gives_an_sdk_model_reply_back_under_the_client_s_id() -> None:
+    from proxy.core.jsonrpc import Frame
+    from proxy.core.multiplex import Multiplexer
+
+    mux = Multiplexer()
+    upstream_side, writer = mux.streams
+    request = Frame("request", {"jsonrpc": "2.0", "id": 3, "method": "ping"})
+    replies: list[Any] = []
+
+    async def client() -> None:
+        replies.append(await mux.exchange(request))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(client)
+        forwarded = await upstream_side.receive()
+        error = types.ErrorData(code=-32601, message="Method not found")
+        await writer.send(SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=forwarded.id, error=error)))
+    (reply,) = replies
+    assert reply.message == types.JSONRPCError(jsonrpc="2.0", id=3, error=types.ErrorData(code=-32601,
+                                                                                         message="Method not found"))
