@@ -92,7 +92,7 @@ def test_streamable_http_server_transport() -> None:
 
 
 async def test_server_transport_members_the_lean_post_path_uses() -> None:
-    """proxy/listen/posts.py: LeanPosts writes on the transport's read stream and keeps its idle countdown."""
+    """proxy/listen/posts.py: LeanPosts keeps the transport's idle countdown; its inbox ends with the transport."""
     import anyio
     from mcp.server.streamable_http import StreamableHTTPServerTransport
 
@@ -106,12 +106,10 @@ async def test_server_transport_members_the_lean_post_path_uses() -> None:
         assert line in source, line
     async with transport.connect() as (read_stream, _):
         assert transport.idle_scope is not None
-        writer = transport._read_stream_writer
-        assert writer is not None
-        with anyio.fail_after(5):
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(writer.send, "a message")
-                assert await read_stream.receive() == "a message"
+        # proxy/listen/http.py:_forward ends the session's inbox when the transport's read stream ends.
+        await transport.terminate()  # closes the stream's reading end itself: reading it fails as closed
+        with anyio.fail_after(5), pytest.raises(anyio.ClosedResourceError):
+            await read_stream.receive()
 
 
 def test_uvicorn_httptools_protocol_members_the_header_deadline_and_limit_use() -> None:

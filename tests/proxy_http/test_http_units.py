@@ -230,3 +230,35 @@ async def test_upstream_http_clients_are_the_sdks_but_share_one_tls_context(monk
             await client.aclose()
     finally:
         module.tls_context.cache_clear()
+
+
+@pytest.mark.parametrize("ending", ["end of stream", "closed"])
+async def test_the_session_inbox_takes_what_the_transport_parsed_and_ends_when_its_stream_ends(ending: str) -> None:
+    from proxy.core.streams import mailbox
+    from proxy.listen.http import _forward
+
+    class Source:
+        def __init__(self) -> None:
+            self.items = ["first", "second"]
+
+        def __aiter__(self) -> Source:
+            return self
+
+        async def __anext__(self) -> str:
+            if self.items:
+                return self.items.pop(0)
+            if ending == "closed":
+                raise anyio.ClosedResourceError  # what the SDK transport's read stream does once terminated
+            raise StopAsyncIteration
+
+        async def receive(self) -> str:
+            return await self.__anext__()
+
+    inbox_send, inbox = mailbox()
+    got: list[str] = []
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_forward, Source(), inbox_send)
+        with anyio.fail_after(5):
+            async for item in inbox:
+                got.append(item)
+    assert got == ["first", "second"]
