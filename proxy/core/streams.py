@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
+from typing import Any, Generic, Protocol, Self, TypeVar, runtime_checkable
 
 import anyio
 from mcp.shared.message import SessionMessage
@@ -37,6 +37,9 @@ class WriteStream(Protocol):
 
 StreamPair = tuple[ReadStream, WriteStream]
 T = TypeVar("T")
+
+
+_EMPTY = object()
 
 
 class _Channel(Generic[T]):
@@ -81,7 +84,25 @@ async def _park(channel: _Channel[Any], waiters: deque[asyncio.Future[None]]) ->
             waiter.cancel()
 
 
-class MailboxSender(Generic[T]):
+class _End:
+    """What both ends of a mailbox share: closing, also as an async context manager."""
+
+    __slots__ = ()
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+class MailboxSender(_End, Generic[T]):
     """The sending end of a `mailbox`: anyio's MemoryObjectSendStream API. Any number of tasks may send on it."""
 
     __slots__ = ("_channel", "_closed")
@@ -121,17 +142,9 @@ class MailboxSender(Generic[T]):
             _wake_all(self._channel.receivers)
             _wake_all(self._channel.senders)  # a send of this end still parked fails as closed
 
-    async def aclose(self) -> None:
-        self.close()
-
-    async def __aenter__(self) -> MailboxSender[T]:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        self.close()
 
 
-class MailboxReceiver(Generic[T]):
+class MailboxReceiver(_End, Generic[T]):
     """The receiving end of a `mailbox`: anyio's MemoryObjectReceiveStream API, read by one task at a time."""
 
     __slots__ = ("_channel", "_closed")
@@ -144,7 +157,8 @@ class MailboxReceiver(Generic[T]):
         self._channel = channel
         self._closed = False
 
-    def receive_nowait(self) -> T:
+    def _take(self) -> Any:
+        """The next item, or _EMPTY when there is none yet (no exception on the common, waiting path)."""
         channel = self._channel
         if self._closed:
             raise anyio.ClosedResourceError
@@ -155,23 +169,21 @@ class MailboxReceiver(Generic[T]):
             return item
         if channel.send_closed:
             raise anyio.EndOfStream
-        raise anyio.WouldBlock
+        return _EMPTY
+
+    def receive_nowait(self) -> T:
+        item = self._take()
+        if item is _EMPTY:
+            raise anyio.WouldBlock
+        return item
 
     async def receive(self) -> T:
         channel = self._channel
-        while True:
-            if channel.items and not self._closed:
-                item = channel.items.popleft()
-                if channel.senders:
-                    _wake(channel.senders)
-                return item
-            if self._closed:
-                raise anyio.ClosedResourceError
-            if channel.send_closed:
-                raise anyio.EndOfStream
+        while (item := self._take()) is _EMPTY:
             if channel.senders:
                 _wake(channel.senders)  # a sender waiting for room can hand its item to this receiver now
             await _park(channel, channel.receivers)
+        return item
 
     def __aiter__(self) -> MailboxReceiver[T]:
         return self
@@ -190,14 +202,6 @@ class MailboxReceiver(Generic[T]):
             self._channel.items.clear()
             _wake_all(self._channel.senders)
 
-    async def aclose(self) -> None:
-        self.close()
-
-    async def __aenter__(self) -> MailboxReceiver[T]:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        self.close()
 
 
 def mailbox(capacity: int = 0) -> tuple[MailboxSender[Any], MailboxReceiver[Any]]:

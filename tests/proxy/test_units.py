@@ -207,13 +207,12 @@ def test_an_sdk_model_envelope_reads_each_kind_s_own_fields(message: Any, expect
     assert (envelope.kind, envelope.id, envelope.method, envelope.params, envelope.result, envelope.error) == expected
 
 
-async def test_the_multiplexer_gives_a_frame_reply_back_under_the_client_s_id_without_an_sdk_model() -> None:
-    from proxy.core.jsonrpc import Frame, dump
+async def _through_the_multiplexer(request: Any, reply_to: Any) -> Any:
+    """One exchange through a Multiplexer; `reply_to(upstream_id)` is what the shared relay answers it with."""
     from proxy.core.multiplex import Multiplexer
 
     mux = Multiplexer()
     upstream_side, writer = mux.streams
-    request = Frame("request", {"jsonrpc": "2.0", "id": "client-7", "method": "tools/call", "params": {"name": "x"}})
     replies: list[Any] = []
 
     async def client() -> None:
@@ -222,30 +221,28 @@ async def test_the_multiplexer_gives_a_frame_reply_back_under_the_client_s_id_wi
     async with anyio.create_task_group() as tg:
         tg.start_soon(client)
         forwarded = await upstream_side.receive()
-        assert forwarded.id != "client-7"  # renamed for the shared relay
-        await writer.send(Frame("response", {"jsonrpc": "2.0", "id": forwarded.id, "result": {"big": 10**30}}))
+        assert forwarded.id != request.id  # renamed for the shared relay
+        await writer.send(reply_to(forwarded.id))
     (reply,) = replies
+    return reply
+
+
+async def test_the_multiplexer_gives_a_frame_reply_back_under_the_client_s_id_without_an_sdk_model() -> None:
+    from proxy.core.jsonrpc import Frame, dump
+
+    request = Frame("request", {"jsonrpc": "2.0", "id": "client-7", "method": "tools/call", "params": {"name": "x"}})
+    reply = await _through_the_multiplexer(
+        request, lambda upstream_id: Frame("response", {"jsonrpc": "2.0", "id": upstream_id,
+                                                        "result": {"big": 10**30}}))
     assert type(reply) is Frame and reply._model is None
     assert dump(reply) == b'{"jsonrpc":"2.0","id":"client-7","result":{"big":1000000000000000000000000000000}}\n'
 
 
 async def test_the_multiplexer_gives_an_sdk_model_reply_back_under_the_client_s_id() -> None:
     from proxy.core.jsonrpc import Frame
-    from proxy.core.multiplex import Multiplexer
 
-    mux = Multiplexer()
-    upstream_side, writer = mux.streams
-    request = Frame("request", {"jsonrpc": "2.0", "id": 3, "method": "ping"})
-    replies: list[Any] = []
-
-    async def client() -> None:
-        replies.append(await mux.exchange(request))
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(client)
-        forwarded = await upstream_side.receive()
-        error = types.ErrorData(code=-32601, message="Method not found")
-        await writer.send(SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=forwarded.id, error=error)))
-    (reply,) = replies
-    assert reply.message == types.JSONRPCError(jsonrpc="2.0", id=3, error=types.ErrorData(code=-32601,
-                                                                                         message="Method not found"))
+    error = types.ErrorData(code=-32601, message="Method not found")
+    reply = await _through_the_multiplexer(
+        Frame("request", {"jsonrpc": "2.0", "id": 3, "method": "ping"}),
+        lambda upstream_id: SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=upstream_id, error=error)))
+    assert reply.message == types.JSONRPCError(jsonrpc="2.0", id=3, error=error)
