@@ -31,11 +31,13 @@ One lock orders the router's events and the transport's body on the wire.
 
 from __future__ import annotations
 
+import asyncio
 from collections import OrderedDict
 from typing import Any
 from uuid import uuid4
 
 import anyio
+import anyio.abc
 
 STREAM_AFTER = 1.0
 KEEPALIVE = 15.0
@@ -100,12 +102,13 @@ class Answer:
         self._headers = list(_SSE_HEADERS)
         if session_id:
             self._headers.append((b"mcp-session-id", session_id.encode("latin-1")))
-        self._lock = anyio.Lock()
+        # Uncontended, as on a call that sends nothing but its reply, taking it yields nothing to the loop.
+        self._lock = anyio.Lock(fast_acquire=True)
         self.streaming = False
         self.passing = False  # the transport's own answer has begun: nothing else may go on this POST
         self.finished = False
         self._body: list[bytes] = []
-        self.stream_id = uuid4().hex[:16]
+        self._stream_id: str | None = None  # made when the answer becomes a stream
         self._resumable = resumable and streams is not None
         self._streams = streams
         self._log: list[tuple[int, bytes]] = []  # (seq, event bytes), oldest first
@@ -113,8 +116,16 @@ class Answer:
         self._seq = 0
         self._seq_forgotten = 0  # events up to this one were dropped from the log
         self._followers: list[Any] = []  # sends of GETs that resumed this stream
-        self._done = anyio.Event()
-        self._settled = anyio.Event()
+        self._done: anyio.Event | None = None  # made by the first resumption, which waits for the stream's end
+        self._settled = False
+        self._settled_event: anyio.Event | None = None  # made once the call is slow: the keep-alive waits on it
+        self._slow_timer: asyncio.TimerHandle | None = None
+
+    @property
+    def stream_id(self) -> str:
+        if self._stream_id is None:
+            self._stream_id = uuid4().hex[:16]
+        return self._stream_id
 
     async def _start(self) -> None:
         await self._send({"type": "http.response.start", "status": 200, "headers": self._headers})
@@ -157,16 +168,25 @@ class Answer:
         self._seq_forgotten = self._seq
         return freed
 
-    async def stream_when_slow(self) -> None:
-        """Run beside the handling of the POST (see the module docstring) until `settle()`.
+    def watch(self, tg: anyio.abc.TaskGroup) -> None:
+        """Make the answer a stream if the call still runs after STREAM_AFTER (module docstring), until `settle()`.
+
+        A timer until then, not a task: most calls are answered well within
+        it, and a task per POST (spawned, woken at the end, its scope torn
+        down) was a measurable share of a fast call.
+        """
+        self._slow_timer = asyncio.get_running_loop().call_later(STREAM_AFTER, tg.start_soon, self._keep_alive)
+
+    async def _keep_alive(self) -> None:
+        """The call is slow: start the stream, then a comment every KEEPALIVE seconds until `settle()`.
 
         It ends on the settle event rather than by cancellation: anyio's
-        `CancelScope.cancel` formats the calling task's repr, which costs
-        more than the rest of a fast call's answer.
+        `CancelScope.cancel` formats the calling task's repr.
         """
-        with anyio.move_on_after(STREAM_AFTER):
-            await self._settled.wait()
-        while not self._settled.is_set():
+        if self._settled:
+            return
+        self._settled_event = settled = anyio.Event()
+        while not self._settled:
             async with self._lock:
                 if self.finished or self.passing:
                     return
@@ -174,11 +194,15 @@ class Answer:
                     await self._start()
                 await self._write(b": waiting for the reply\r\n\r\n")
             with anyio.move_on_after(KEEPALIVE):
-                await self._settled.wait()
+                await settled.wait()
 
     def settle(self) -> None:
-        """The POST's handling is over: `stream_when_slow` returns."""
-        self._settled.set()
+        """The POST's handling is over: no stream is started for it any more, and the keep-alive stops."""
+        self._settled = True
+        if self._slow_timer is not None:
+            self._slow_timer.cancel()
+        if self._settled_event is not None:
+            self._settled_event.set()
 
     async def start_stream(self) -> None:
         """Answer with an SSE stream now, before any event (a stream that is the answer, like subscriptions/listen)."""
@@ -214,7 +238,8 @@ class Answer:
                 await self._emit(body, more=False)
             else:
                 await self._write(b"", more=False)
-            self._done.set()
+            if self._done is not None:
+                self._done.set()
 
     async def resume(self, after: int, send: Any) -> bool:
         """Serve a GET with Last-Event-ID `<stream>:<after>`: the events since, then the rest as they come.
@@ -234,5 +259,8 @@ class Answer:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
                 return True
             self._followers.append(send)
-        await self._done.wait()
+            if self._done is None:
+                self._done = anyio.Event()
+            done = self._done
+        await done.wait()
         return True

@@ -397,7 +397,7 @@ class GateApp:
         answer = Answer(send, session_id, resumable=version >= RESUMABLE_SINCE, streams=streams)
         scope[SCOPE_KEY] = answer
         async with anyio.create_task_group() as tg:
-            tg.start_soon(answer.stream_when_slow)
+            answer.watch(tg)
             try:
                 if frame is not None:
                     assert posts is not None

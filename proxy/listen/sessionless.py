@@ -247,7 +247,7 @@ class Sessionless:
             try:
                 if request.method == "subscriptions/listen":
                     await answer.start_stream()
-                tg.start_soon(answer.stream_when_slow)
+                answer.watch(tg)
                 reply = await member.mux.exchange(request, on_event)
                 if not member.opened:
                     self._retire(member)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 import mcp_types as types
 import pytest
@@ -165,6 +167,42 @@ async def test_an_answer_is_the_transports_json_or_a_stream_once_the_call_sends_
         b'event: message\r\ndata: {"jsonrpc":"2.0","id":1,"result":{}}\r\n\r\n',
     ]
     assert [m["more_body"] for m in wire[1:]] == [True, False]
+
+
+async def test_a_call_answered_in_time_starts_no_stream_and_no_task_a_slow_one_streams_with_keepalives(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from proxy.listen import answer as answer_module
+    from proxy.listen.answer import Answer
+
+    monkeypatch.setattr(answer_module, "STREAM_AFTER", 0.05)
+    monkeypatch.setattr(answer_module, "KEEPALIVE", 0.05)
+    wire: list[dict] = []
+
+    async def record(message: dict) -> None:
+        wire.append(message)
+
+    spawned: list[Any] = []
+
+    async with anyio.create_task_group() as tg:
+        class Counted:  # the task group, counting what the answer spawns in it
+            def start_soon(self, *args: Any) -> None:
+                spawned.append(args[0])
+                tg.start_soon(*args)
+
+        fast = Answer(record, "s-1")
+        fast.watch(Counted())  # type: ignore[arg-type]
+        fast.settle()  # answered within STREAM_AFTER
+        await anyio.sleep(0.15)
+        assert wire == [] and spawned == []  # nothing sent, nothing spawned for it
+
+        slow = Answer(record, "s-1")
+        slow.watch(Counted())  # type: ignore[arg-type]
+        await anyio.sleep(0.2)
+        assert (b"content-type", b"text/event-stream") in wire[0]["headers"]  # headers before the reply
+        comments = [m["body"] for m in wire[1:]]
+        assert len(comments) >= 2 and set(comments) == {b": waiting for the reply\r\n\r\n"}
+        slow.settle()
+    assert len(spawned) == 1  # the keep-alive, which settle() stopped: the task group could end
 
 
 async def test_resumable_answers_keep_a_bounded_log_per_session(monkeypatch: pytest.MonkeyPatch) -> None:
