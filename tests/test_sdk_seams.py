@@ -29,7 +29,6 @@ STREAMABLE_CLIENT = {
     "_handle_reconnection": "(self, ctx: 'RequestContext', last_event_id: 'str', retry_interval_ms: 'int | None' = "
                             "None, attempt: 'int' = 0) -> 'None'",
     "_prepare_headers": "(self) -> 'dict[str, str]'",
-    "_is_initialization_request": "(self, message: 'JSONRPCMessage') -> 'bool'",
     "post_writer": "(self, client: 'httpx2.AsyncClient', write_stream_reader: 'StreamReader', read_stream_writer: "
                    "'StreamWriter', write_stream: 'ContextSendStream[SessionMessage]', start_get_stream: "
                    "'Callable[[], None]', tg: 'TaskGroup') -> 'None'",
@@ -63,6 +62,24 @@ def test_post_writer_handles_each_message_itself_when_its_reader_carries_no_send
     assert "async for session_message in write_stream_reader:" in source
     assert "sender_ctx = write_stream_reader.last_context" in source
     assert "if sender_ctx is not None:" in source and "await _handle_message(session_message)" in source
+
+
+def test_post_writer_does_for_a_handshake_era_request_only_what_dispatch_does() -> None:
+    """proxy/upstream/streamable_http.py:_TaggingTransport.dispatch takes such a request instead of post_writer."""
+    import dataclasses
+
+    from mcp.client.streamable_http import RequestContext, StreamableHTTPTransport
+
+    assert [f.name for f in dataclasses.fields(RequestContext)] == [
+        "client", "session_id", "session_message", "metadata", "read_stream_writer"]
+    source = inspect.getsource(StreamableHTTPTransport.post_writer)
+    assert "self._protocol_version_header = stamped_version" in source
+    assert "tg.start_soon(self._run_request_post, handle_request_async, post, message.id)" in source
+    # The abort scope _run_request_post runs the POST in is cancelled only for a 2026-07-28 POST.
+    cancel = inspect.getsource(StreamableHTTPTransport._consume_modern_cancellation)
+    assert "if not post.modern:" in cancel and "post.scope.cancel()" in cancel
+    assert "return self._protocol_version_header in MODERN_PROTOCOL_VERSIONS" in cancel
+    assert StreamableHTTPTransport("http://127.0.0.1:9/mcp")._protocol_version_header is None
 
 
 def test_private_sdk_modules() -> None:

@@ -30,10 +30,11 @@ import urllib.request
 from urllib.parse import urlsplit
 
 import anyio
+import anyio.abc
 import httpx2
 import mcp_types as types
 from httpx2 import EventSource, ServerSentEvent
-from mcp.client.streamable_http import MCP_SESSION_ID, StreamableHTTPTransport
+from mcp.client.streamable_http import MCP_SESSION_ID, RequestContext, StreamableHTTPTransport
 from mcp.shared.inbound import (
     MCP_METHOD_HEADER,
     MCP_NAME_HEADER,
@@ -45,9 +46,10 @@ from mcp.shared.inbound import (
     x_mcp_header_map,
 )
 from mcp.shared.message import ClientMessageMetadata, ServerMessageMetadata, SessionMessage
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from proxy.core.jsonrpc import PROTOCOL_VERSION_META_KEY, envelope_of, json_frame, meta_of
+from proxy.core.jsonrpc import PROTOCOL_VERSION_META_KEY, Frame, dump, envelope_of, json_frame, meta_of
 from proxy.core.streams import MailboxSender, StreamPair, WatchedReader, mailbox
 from proxy.upstream.http_client import http_client
 from proxy.upstream.post_pool import CONNECT_TIMEOUT, HTTPError, PostPool
@@ -97,32 +99,35 @@ class HeaderStamper:
         self.observe_reply(item)
 
     def headers_for(self, message: Any) -> dict[str, str] | None:
-        if not isinstance(message, types.JSONRPCRequest):
+        """The headers for one outgoing message: an SDK model, or an Envelope (a Frame, read without a model)."""
+        envelope = message if isinstance(message, Frame) else envelope_of(SessionMessage(message))
+        method, params = envelope.method, envelope.params
+        if envelope.kind != "request":
             # Notifications and the client's responses are HTTP requests too:
             # they carry the negotiated version (and a notification its method).
             headers = {}
-            if isinstance(message, types.JSONRPCNotification):
-                headers[MCP_METHOD_HEADER] = message.method
-                version = (meta_of(message.params) or {}).get(PROTOCOL_VERSION_META_KEY)
+            if envelope.kind == "notification":
+                headers[MCP_METHOD_HEADER] = method
+                version = (meta_of(params) or {}).get(PROTOCOL_VERSION_META_KEY)
                 if isinstance(version, str):
                     headers[MCP_PROTOCOL_VERSION_HEADER] = version
             if MCP_PROTOCOL_VERSION_HEADER not in headers and self.negotiated:
                 headers[MCP_PROTOCOL_VERSION_HEADER] = self.negotiated
             return headers or None
-        params = message.params if isinstance(message.params, dict) else {}
-        if message.method == "initialize":
-            self._initialize_ids.add(message.id)
-            return {MCP_METHOD_HEADER: message.method}
-        headers: dict[str, str] = {MCP_METHOD_HEADER: message.method}
+        params = params if isinstance(params, dict) else {}
+        if method == "initialize":
+            self._initialize_ids.add(envelope.id)
+            return {MCP_METHOD_HEADER: method}
+        headers: dict[str, str] = {MCP_METHOD_HEADER: method}
         meta = meta_of(params) or {}
         version = meta.get(PROTOCOL_VERSION_META_KEY)
         version = version if isinstance(version, str) else self.negotiated
         if version:
             headers[MCP_PROTOCOL_VERSION_HEADER] = version
-        name_key = NAME_BEARING_METHODS.get(message.method)
+        name_key = NAME_BEARING_METHODS.get(method)
         if name_key is not None and isinstance(name := params.get(name_key), str):
             headers[MCP_NAME_HEADER] = encode_header_value(name)
-        if message.method == "tools/call" and isinstance(name := params.get("name"), str):
+        if method == "tools/call" and isinstance(name := params.get("name"), str):
             arguments = params.get("arguments")
             if isinstance(arguments, dict) and arguments:
                 header_map = self._header_map(self._schema_of(name))
@@ -147,12 +152,19 @@ class HeaderStamper:
 class _StampingWriter:
     """The upstream write stream, with each message's headers put in its ClientMessageMetadata."""
 
-    def __init__(self, inner: MailboxSender[SessionMessage], stamper: HeaderStamper) -> None:
+    def __init__(self, inner: MailboxSender[SessionMessage], stamper: HeaderStamper,
+                 dispatch: Callable[[Frame, dict[str, str]], bool] | None = None) -> None:
         self._inner = inner
         self._stamper = stamper
+        self._dispatch = dispatch  # _TaggingTransport.dispatch, bound to its session
 
     async def send(self, item: SessionMessage) -> None:
-        headers = self._stamper.headers_for(item.message)
+        if type(item) is Frame:
+            headers = self._stamper.headers_for(item)
+            if self._dispatch is not None and self._dispatch(item, headers or {}):
+                return
+        else:
+            headers = self._stamper.headers_for(item.message)
         await self._inner.send(SessionMessage(item.message, metadata=ClientMessageMetadata(headers=headers)))
 
     async def aclose(self) -> None:
@@ -220,7 +232,7 @@ class _TaggingTransport(StreamableHTTPTransport):
         back in the pool before the client can send its next request. A stream
         that does not end within DRAIN_SECONDS is closed as the SDK would.
         """
-        request_id = ctx.session_message.message.id
+        request_id = envelope_of(ctx.session_message).id
         last_event_id: str | None = None
         retry_interval_ms: int | None = None
         callback = ctx.metadata.on_resumption_token_update if ctx.metadata else None
@@ -262,18 +274,45 @@ class _TaggingTransport(StreamableHTTPTransport):
             functools.partial(self._post_lean, pool=pool) if pool is not None else super()._handle_post_request)
 
     async def _handle_post_request(self, ctx) -> None:
-        message = ctx.session_message.message
         try:
             await self._post(ctx)
         except (httpx2.TransportError, HTTPError) as exc:
             # The SDK lets a connection error escape the POST task, which tears
             # the whole transport down and leaves the request unanswered; a relay
             # answers it (the upstream may be back for the next request).
-            if isinstance(message, types.JSONRPCRequest):
+            envelope = envelope_of(ctx.session_message)
+            if envelope.kind == "request":
                 await self._resolve_abandoned_request(
-                    ctx.read_stream_writer, message.id, f"The upstream MCP server is unreachable: {exc}",
+                    ctx.read_stream_writer, envelope.id, f"The upstream MCP server is unreachable: {exc}",
                     code=types.INTERNAL_ERROR,
                 )
+
+    def dispatch(self, frame: Frame, headers: dict[str, str], client: Any, read_stream_writer: Any,
+                 tg: anyio.abc.TaskGroup) -> bool:
+        """Start the POST of a request the relay forwarded, without `post_writer`; False when it must go there.
+
+        For a request (not `initialize`) over the lean pool in a handshake-era
+        session, `post_writer` does nothing but record the stamped protocol
+        version and start a task that runs `_handle_post_request` in an abort
+        scope only 2026-07-28 cancellation uses; this does the same without
+        its stream hop, per-message context, pydantic model and debug repr.
+        Everything else (notifications, replies, `initialize`, 2026-07-28
+        sessions, redirects followed by the SDK's own POST) goes through
+        `post_writer` as before.
+        """
+        version = headers.get(MCP_PROTOCOL_VERSION_HEADER)
+        if (self._pool is None or frame.kind != "request" or frame.method == "initialize"
+                or version in MODERN_PROTOCOL_VERSIONS
+                or self._protocol_version_header in MODERN_PROTOCOL_VERSIONS):
+            return False
+        if version is not None:
+            self._protocol_version_header = version  # as post_writer records a stamped version
+        metadata = ClientMessageMetadata(headers=headers)
+        message = Frame("request", frame.value, metadata=metadata)
+        tg.start_soon(self._handle_post_request, RequestContext(
+            client=client, session_id=self.session_id, session_message=message, metadata=metadata,
+            read_stream_writer=read_stream_writer))
+        return True
 
     async def _post_lean(self, ctx, pool: PostPool) -> None:
         """The SDK's `_handle_post_request`, over `PostPool` (see proxy/upstream/post_pool.py for why).
@@ -283,19 +322,19 @@ class _TaggingTransport(StreamableHTTPTransport):
         so sending it again is safe), which follows it within the origin or
         answers with an error naming the location.
         """
-        message = ctx.session_message.message
+        session_message = ctx.session_message
+        envelope = envelope_of(session_message)
         headers = self._prepare_headers()
         if ctx.metadata is not None and ctx.metadata.headers is not None:
             headers.update(ctx.metadata.headers)
-        body = message.model_dump_json(by_alias=True, exclude_unset=True).encode()
-        response = await pool.post(headers, body)
+        response = await pool.post(headers, dump(session_message).rstrip(b"\n"))
         try:
             status = response.status
             if 300 <= status < 400:
                 response.close()
                 await super()._handle_post_request(ctx)
                 return
-            request_id = message.id if isinstance(message, types.JSONRPCRequest) else None
+            request_id = envelope.id if envelope.kind == "request" else None
             content_type = response.headers.get("content-type", "").lower()
             if status == 202:
                 if request_id is not None:
@@ -307,7 +346,8 @@ class _TaggingTransport(StreamableHTTPTransport):
                 if request_id is not None:
                     await self._send_status_error(ctx, request_id, status, content_type, response)
                 return
-            if self._is_initialization_request(message) and (session_id := response.headers.get(MCP_SESSION_ID)):
+            if envelope.kind == "request" and envelope.method == "initialize" and (
+                    session_id := response.headers.get(MCP_SESSION_ID)):
                 self.session_id = session_id
             if request_id is None:
                 return
@@ -371,8 +411,11 @@ class _TaggingTransport(StreamableHTTPTransport):
 
 
 @asynccontextmanager
-async def _streamable_http(url: str, headers: dict[str, str] | None) -> AsyncIterator[tuple[Any, Any]]:
-    """`mcp.client.streamable_http.streamable_http_client`, with `_TaggingTransport` in it (and `http_client`)."""
+async def _streamable_http(url: str, headers: dict[str, str] | None) -> AsyncIterator[tuple[Any, Any, Any]]:
+    """`mcp.client.streamable_http.streamable_http_client`, with `_TaggingTransport` in it (and `http_client`).
+
+    Yields the read and write streams and the transport's `dispatch`, bound to this session.
+    """
     client = http_client(headers=headers)
     transport = _TaggingTransport(url, PostPool(url, headers) if lean_posts_for(url) else None)
     async with contextlib.AsyncExitStack() as stack:
@@ -394,7 +437,8 @@ async def _streamable_http(url: str, headers: dict[str, str] | None) -> AsyncIte
                 start_get_stream, tg,
             )
             try:
-                yield read_stream, write_stream
+                yield read_stream, write_stream, functools.partial(
+                    transport.dispatch, client=client, read_stream_writer=read_stream_writer, tg=tg)
             finally:
                 if transport.session_id:
                     with anyio.move_on_after(5, shield=True):
@@ -432,5 +476,5 @@ async def open_streamable_http(spec: UpstreamSpec, catalog: Catalog) -> AsyncIte
 
     await reachable(spec.url)
     stamper = HeaderStamper(schema_of)
-    async with _streamable_http(spec.url, spec.headers) as (read_stream, write_stream):
-        yield WatchedReader(read_stream, stamper.observe), _StampingWriter(write_stream, stamper)
+    async with _streamable_http(spec.url, spec.headers) as (read_stream, write_stream, dispatch):
+        yield WatchedReader(read_stream, stamper.observe), _StampingWriter(write_stream, stamper, dispatch)

@@ -21,6 +21,7 @@ from mcp.shared.message import ServerMessageMetadata, SessionMessage
 
 from proxy.upstream import post_pool as http_post
 from proxy.upstream.post_pool import HTTPError, PostPool, eligible
+from proxy.core.jsonrpc import Frame
 from proxy.upstream.streamable_http import _streamable_http
 
 
@@ -318,12 +319,21 @@ def request(request_id, method="tools/call", params=None) -> SessionMessage:
                                                params=params or {"name": "echo", "arguments": {}}))
 
 
-async def exchange(url: str, *messages: SessionMessage, expect: int = 1) -> list[SessionMessage]:
+def as_frame(message: SessionMessage) -> Frame:
+    return Frame("request", message.message.model_dump(by_alias=True, exclude_unset=True))
+
+
+async def exchange(url: str, *messages: SessionMessage, expect: int = 1,
+                   dispatched: bool = False) -> list[SessionMessage]:
+    """Send through the SDK's post_writer, or (`dispatched`) as the gate sends a forwarded request: dispatch."""
     received: list[SessionMessage] = []
     with anyio.fail_after(10):
-        async with _streamable_http(url, None) as (read_stream, write_stream):
+        async with _streamable_http(url, None) as (read_stream, write_stream, dispatch):
             for message in messages:
-                await write_stream.send(message)
+                if dispatched:
+                    assert dispatch(as_frame(message), {"mcp-method": message.message.method})
+                else:
+                    await write_stream.send(message)
             while len(received) < expect:
                 item = await read_stream.receive()
                 assert isinstance(item, SessionMessage), item
@@ -347,9 +357,10 @@ def sse(*messages: dict, event_id: str | None = None) -> bytes:
     (chunked(b": only a comment\n\n"), types.CONNECTION_CLOSED, "ended without a response"),
     (chunked(b"data: " + b"x" * (2 << 20) + b"\n\n"), types.CONNECTION_CLOSED, "SSE stream failed"),
 ])
-async def test_each_answer_to_a_request_becomes_the_sdk_error_for_it(reply, code, text) -> None:
+@pytest.mark.parametrize("dispatched", [False, True], ids=["post_writer", "dispatch"])
+async def test_each_answer_to_a_request_becomes_the_sdk_error_for_it(reply, code, text, dispatched) -> None:
     async with scripted(lambda head, body, n: reply) as (_, url):
-        (item,) = await exchange(url, request(7))
+        (item,) = await exchange(url, request(7), dispatched=dispatched)
     assert isinstance(item.message, types.JSONRPCError)
     assert item.message.id == 7 and item.message.error.code == code and text in item.message.error.message
 
@@ -364,7 +375,7 @@ async def test_an_sse_answer_tags_its_notifications_and_the_connection_is_reused
     items: list[SessionMessage] = []
     async with scripted(respond) as (server, url):
         with anyio.fail_after(10):
-            async with _streamable_http(url, None) as (read_stream, write_stream):
+            async with _streamable_http(url, None) as (read_stream, write_stream, _):
                 for request_id in (1, 2, 3):  # one after the other: each finds the last one's connection idle
                     await write_stream.send(request(request_id))
                     items += [await read_stream.receive(), await read_stream.receive()]
@@ -376,14 +387,15 @@ async def test_an_sse_answer_tags_its_notifications_and_the_connection_is_reused
     assert all(json.loads(body)["jsonrpc"] == "2.0" for _, body in server.requests)
 
 
-async def test_a_redirect_is_handed_to_the_sdk_which_follows_it_within_the_origin() -> None:
+@pytest.mark.parametrize("dispatched", [False, True], ids=["post_writer", "dispatch"])
+async def test_a_redirect_is_handed_to_the_sdk_which_follows_it_within_the_origin(dispatched) -> None:
     def respond(head, body, n):
         if head.target == b"/mcp":
             return answer(307, b"", "text/plain", "location: /mcp/")
         return answer(200, json.dumps({"jsonrpc": "2.0", "id": json.loads(body)["id"], "result": {}}).encode())
 
     async with scripted(respond) as (server, url):
-        (item,) = await exchange(url, request(3))
+        (item,) = await exchange(url, request(3), dispatched=dispatched)
     assert isinstance(item.message, types.JSONRPCResponse) and item.message.id == 3
     # the lean POST met the redirect and handed the message to the SDK, whose POST follows it
     assert [head.target for head, _ in server.requests] == [b"/mcp", b"/mcp", b"/mcp/"]
@@ -404,9 +416,34 @@ async def test_a_session_id_from_initialize_goes_on_every_later_post_and_the_del
                                            "clientInfo": {"name": "t", "version": "0"}})
     async with scripted(respond) as (server, url):
         with anyio.fail_after(10):
-            async with _streamable_http(url, None) as (read_stream, write_stream):
+            async with _streamable_http(url, None) as (read_stream, write_stream, _):
                 for message in (initialize, request(1, "tools/list", {})):
                     await write_stream.send(message)
                     assert isinstance((await read_stream.receive()).message, types.JSONRPCResponse)
     sessions = [(head.method, dict(head.headers).get(b"mcp-session-id")) for head, _ in server.requests]
     assert sessions == [(b"POST", None), (b"POST", b"s-42"), (b"DELETE", b"s-42")]
+
+
+async def test_dispatch_takes_only_handshake_era_requests_and_posts_them_as_post_writer_would() -> None:
+    def respond(head, body, n):
+        message = json.loads(body)
+        return answer(200, json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": {"n": n}}).encode())
+
+    call = Frame("request", {"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                             "params": {"name": "echo", "arguments": {"big": 10**30}}})
+    async with scripted(respond) as (server, url):
+        with anyio.fail_after(10):
+            async with _streamable_http(url, None) as (read_stream, write_stream, dispatch):
+                initialize = Frame("request", {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}})
+                notification = Frame("notification", {"jsonrpc": "2.0", "method": "notifications/initialized"})
+                assert not dispatch(initialize, {"mcp-method": "initialize"})  # post_writer: the session id
+                assert not dispatch(notification, {"mcp-method": "notifications/initialized"})
+                assert not dispatch(call, {"mcp-method": "tools/call", "mcp-protocol-version": "2026-07-28"})
+                assert server.requests == []  # nothing refused was sent
+                assert dispatch(call, {"mcp-method": "tools/call", "mcp-protocol-version": "2025-11-25"})
+                reply = await read_stream.receive()
+    assert reply.id == 9
+    ((head, body),) = server.requests
+    assert json.loads(body) == call.value  # the Frame's value as sent: the big integer exact
+    assert dict(head.headers)[b"mcp-protocol-version"] == b"2025-11-25"
+    assert dict(head.headers)[b"mcp-method"] == b"tools/call"
