@@ -64,22 +64,30 @@ def test_post_writer_handles_each_message_itself_when_its_reader_carries_no_send
     assert "if sender_ctx is not None:" in source and "await _handle_message(session_message)" in source
 
 
-def test_post_writer_does_for_a_handshake_era_request_only_what_dispatch_does() -> None:
-    """proxy/upstream/streamable_http.py:_TaggingTransport.dispatch takes such a request instead of post_writer."""
+def test_post_writer_s_request_branch_is_what_dispatch_mirrors() -> None:
+    """proxy/upstream/streamable_http.py:_TaggingTransport.dispatch does this branch itself for a request."""
     import dataclasses
 
-    from mcp.client.streamable_http import RequestContext, StreamableHTTPTransport
+    from mcp.client.streamable_http import RequestContext, StreamableHTTPTransport, _InFlightPost
 
     assert [f.name for f in dataclasses.fields(RequestContext)] == [
         "client", "session_id", "session_message", "metadata", "read_stream_writer"]
-    source = inspect.getsource(StreamableHTTPTransport.post_writer)
-    assert "self._protocol_version_header = stamped_version" in source
-    assert "tg.start_soon(self._run_request_post, handle_request_async, post, message.id)" in source
-    # The abort scope _run_request_post runs the POST in is cancelled only for a 2026-07-28 POST.
-    cancel = inspect.getsource(StreamableHTTPTransport._consume_modern_cancellation)
-    assert "if not post.modern:" in cancel and "post.scope.cancel()" in cancel
-    assert "return self._protocol_version_header in MODERN_PROTOCOL_VERSIONS" in cancel
-    assert StreamableHTTPTransport("http://127.0.0.1:9/mcp")._protocol_version_header is None
+    assert [f.name for f in dataclasses.fields(_InFlightPost)] == ["scope", "modern"]
+    source = inspect.getsource(StreamableHTTPTransport.post_writer) + inspect.getsource(
+        StreamableHTTPTransport._consume_modern_cancellation)
+    for line in ("self._protocol_version_header = stamped_version",
+                 "scope=anyio.CancelScope(),",
+                 "modern=self._protocol_version_header in MODERN_PROTOCOL_VERSIONS,",
+                 "if not post.modern:",  # in _consume_modern_cancellation: an older POST is never aborted
+                 "superseded = self._in_flight_posts.get(message.id)",
+                 "superseded.scope.cancel()",
+                 "self._in_flight_posts[message.id] = post",
+                 "tg.start_soon(self._run_request_post, handle_request_async, post, message.id)"):
+        assert line in source, line
+    assert signature(StreamableHTTPTransport._run_request_post) == (
+        "(self, post_fn: 'Callable[[], Awaitable[None]]', post: '_InFlightPost', request_id: 'RequestId') -> 'None'")
+    transport = StreamableHTTPTransport("http://127.0.0.1:9/mcp")
+    assert transport._protocol_version_header is None and transport._in_flight_posts == {}
 
 
 def test_private_sdk_modules() -> None:

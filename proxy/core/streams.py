@@ -143,7 +143,6 @@ class MailboxSender(_End, Generic[T]):
             _wake_all(self._channel.senders)  # a send of this end still parked fails as closed
 
 
-
 class MailboxReceiver(_End, Generic[T]):
     """The receiving end of a `mailbox`: anyio's MemoryObjectReceiveStream API, read by one task at a time."""
 
@@ -201,7 +200,6 @@ class MailboxReceiver(_End, Generic[T]):
             self._channel.receive_closed = True
             self._channel.items.clear()
             _wake_all(self._channel.senders)
-
 
 
 def mailbox(capacity: int = 0) -> tuple[MailboxSender[Any], MailboxReceiver[Any]]:

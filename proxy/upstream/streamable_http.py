@@ -34,7 +34,7 @@ import anyio.abc
 import httpx2
 import mcp_types as types
 from httpx2 import EventSource, ServerSentEvent
-from mcp.client.streamable_http import MCP_SESSION_ID, RequestContext, StreamableHTTPTransport
+from mcp.client.streamable_http import MCP_SESSION_ID, RequestContext, StreamableHTTPTransport, _InFlightPost
 from mcp.shared.inbound import (
     MCP_METHOD_HEADER,
     MCP_NAME_HEADER,
@@ -291,27 +291,36 @@ class _TaggingTransport(StreamableHTTPTransport):
                  tg: anyio.abc.TaskGroup) -> bool:
         """Start the POST of a request the relay forwarded, without `post_writer`; False when it must go there.
 
-        For a request (not `initialize`) over the lean pool in a handshake-era
-        session, `post_writer` does nothing but record the stamped protocol
-        version and start a task that runs `_handle_post_request` in an abort
-        scope only 2026-07-28 cancellation uses; this does the same without
-        its stream hop, per-message context, pydantic model and debug repr.
-        Everything else (notifications, replies, `initialize`, 2026-07-28
-        sessions, redirects followed by the SDK's own POST) goes through
-        `post_writer` as before.
+        For a request other than `initialize`, over the lean pool, this is
+        `post_writer`'s request branch: record the stamped protocol version
+        and run `_handle_post_request` in a task of its own. At 2026-07-28 the
+        POST runs inside an abort scope registered as `post_writer` registers
+        it, since closing the POST is how a request is cancelled there (and a
+        reused id cuts its predecessor short). Before 2026-07-28 the scope has
+        no use but the latter, and is left out: a request whose id the client
+        reuses while it is in flight still gets its own answer. This saves the
+        branch's stream hop, per-message context, pydantic model and eager
+        debug repr. Everything else (notifications, replies, `initialize`, the
+        SDK's own httpx2 POST) goes through `post_writer`.
         """
-        version = headers.get(MCP_PROTOCOL_VERSION_HEADER)
-        if (self._pool is None or frame.kind != "request" or frame.method == "initialize"
-                or version in MODERN_PROTOCOL_VERSIONS
-                or self._protocol_version_header in MODERN_PROTOCOL_VERSIONS):
+        if self._pool is None or frame.kind != "request" or frame.method == "initialize":
             return False
+        version = headers.get(MCP_PROTOCOL_VERSION_HEADER)
         if version is not None:
-            self._protocol_version_header = version  # as post_writer records a stamped version
+            self._protocol_version_header = version
         metadata = ClientMessageMetadata(headers=headers)
-        message = Frame("request", frame.value, metadata=metadata)
-        tg.start_soon(self._handle_post_request, RequestContext(
-            client=client, session_id=self.session_id, session_message=message, metadata=metadata,
-            read_stream_writer=read_stream_writer))
+        ctx = RequestContext(client=client, session_id=self.session_id,
+                             session_message=Frame("request", frame.value, metadata=metadata), metadata=metadata,
+                             read_stream_writer=read_stream_writer)
+        if self._protocol_version_header not in MODERN_PROTOCOL_VERSIONS:
+            tg.start_soon(self._handle_post_request, ctx)
+            return True
+        post = _InFlightPost(scope=anyio.CancelScope(), modern=True)
+        superseded = self._in_flight_posts.get(frame.id)
+        if superseded is not None:
+            superseded.scope.cancel()
+        self._in_flight_posts[frame.id] = post
+        tg.start_soon(self._run_request_post, functools.partial(self._handle_post_request, ctx), post, frame.id)
         return True
 
     async def _post_lean(self, ctx, pool: PostPool) -> None:

@@ -424,7 +424,8 @@ async def test_a_session_id_from_initialize_goes_on_every_later_post_and_the_del
     assert sessions == [(b"POST", None), (b"POST", b"s-42"), (b"DELETE", b"s-42")]
 
 
-async def test_dispatch_takes_only_handshake_era_requests_and_posts_them_as_post_writer_would() -> None:
+@pytest.mark.parametrize("version", ["2025-11-25", "2026-07-28"])
+async def test_dispatch_posts_a_request_as_post_writer_would_and_leaves_it_everything_else(version) -> None:
     def respond(head, body, n):
         message = json.loads(body)
         return answer(200, json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": {"n": n}}).encode())
@@ -434,16 +435,39 @@ async def test_dispatch_takes_only_handshake_era_requests_and_posts_them_as_post
     async with scripted(respond) as (server, url):
         with anyio.fail_after(10):
             async with _streamable_http(url, None) as (read_stream, write_stream, dispatch):
+                transport = dispatch.func.__self__
                 initialize = Frame("request", {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}})
                 notification = Frame("notification", {"jsonrpc": "2.0", "method": "notifications/initialized"})
                 assert not dispatch(initialize, {"mcp-method": "initialize"})  # post_writer: the session id
                 assert not dispatch(notification, {"mcp-method": "notifications/initialized"})
-                assert not dispatch(call, {"mcp-method": "tools/call", "mcp-protocol-version": "2026-07-28"})
-                assert server.requests == []  # nothing refused was sent
-                assert dispatch(call, {"mcp-method": "tools/call", "mcp-protocol-version": "2025-11-25"})
+                assert server.requests == []  # nothing it left to post_writer was sent
+                assert dispatch(call, {"mcp-method": "tools/call", "mcp-protocol-version": version})
+                # At 2026-07-28 registered as post_writer registers it: a cancellation finds its abort scope.
+                assert (9 in transport._in_flight_posts) is (version == "2026-07-28")
                 reply = await read_stream.receive()
+                await anyio.wait_all_tasks_blocked()
+                assert 9 not in transport._in_flight_posts  # its task ended and took the entry with it
     assert reply.id == 9
     ((head, body),) = server.requests
     assert json.loads(body) == call.value  # the Frame's value as sent: the big integer exact
-    assert dict(head.headers)[b"mcp-protocol-version"] == b"2025-11-25"
+    assert dict(head.headers)[b"mcp-protocol-version"] == version.encode()
     assert dict(head.headers)[b"mcp-method"] == b"tools/call"
+
+
+async def test_before_2026_a_request_whose_id_is_reused_in_flight_still_gets_its_own_answer() -> None:
+    def respond(head, body, n):
+        message = json.loads(body)
+        return answer(200, json.dumps({"jsonrpc": "2.0", "id": message["id"],
+                                       "result": message["params"]["arguments"]}).encode())
+
+    replies = []
+    async with scripted(respond) as (server, url):
+        with anyio.fail_after(10):
+            async with _streamable_http(url, None) as (read_stream, write_stream, dispatch):
+                for n in (1, 2):  # both in flight at once, under one id
+                    assert dispatch(Frame("request", {"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                                                      "params": {"name": "echo", "arguments": {"n": n}}}),
+                                    {"mcp-method": "tools/call", "mcp-protocol-version": "2025-11-25"})
+                replies = [await read_stream.receive(), await read_stream.receive()]
+    assert sorted(r.value["result"]["n"] for r in replies) == [1, 2] and {r.id for r in replies} == {9}
+    assert len(server.requests) == 2
