@@ -86,10 +86,17 @@ class Metrics(NoMetrics):
         in_flight = Gauge(f"{PREFIX}_requests_in_flight", "client requests not yet answered, over all sessions",
                           registry=r)
         in_flight.set_function(self._in_flight)
-        # Label children by label, looked up here instead of through labels() on every call:
-        # prometheus_client checks and locks there each time. Bounded by the tool-label cap.
+        # Label children by label (see _child). Bounded by the tool-label cap.
         self._forwarded_by: dict[str, Any] = {}
         self._validation_by: dict[str, Any] = {}
+
+    @staticmethod
+    def _child(cache: dict[str, Any], metric: Any, label: str) -> Any:
+        """`metric.labels(label)`, looked up once per label (prometheus_client checks and locks in labels())."""
+        child = cache.get(label)
+        if child is None:
+            child = cache[label] = metric.labels(label)
+        return child
 
     # ---- labels -------------------------------------------------------------------
 
@@ -106,10 +113,7 @@ class Metrics(NoMetrics):
     # ---- events -------------------------------------------------------------------
 
     def forwarded(self, tool: str) -> None:
-        child = self._forwarded_by.get(tool)
-        if child is None:
-            child = self._forwarded_by[tool] = self._forwarded.labels(tool)
-        child.inc()
+        self._child(self._forwarded_by, self._forwarded, tool).inc()
 
     def refused(self, tool: str, kind: str) -> None:
         self._refused.labels(tool, kind).inc()
@@ -125,10 +129,7 @@ class Metrics(NoMetrics):
             self._revisions.inc(count)
 
     def validation_time(self, target: str, seconds: float) -> None:
-        child = self._validation_by.get(target)
-        if child is None:
-            child = self._validation_by[target] = self._validation.labels(target)
-        child.observe(seconds)
+        self._child(self._validation_by, self._validation, target).observe(seconds)
 
     def call_latency(self, seconds: float) -> None:
         self._latency.observe(seconds)
