@@ -35,6 +35,7 @@ CONNECT_TIMEOUT = 30.0  # the SDK's create_mcp_http_client defaults
 READ_TIMEOUT = 300.0
 MAX_IDLE_SECONDS = 4.0  # below the 5 s keep-alive of uvicorn and node, so an idle connection is never reused as it closes
 MAX_IDLE_CONNECTIONS = 128
+MAX_CACHED_FIELDS = 256  # checked header lines kept per pool; a session's headers repeat on every POST
 PAUSE_AT = 1 << 20  # stop reading the socket while this much is buffered and unread
 
 # RFC 9110 field names and values, as h11 checks them: a value never holds CR, LF or NUL,
@@ -275,15 +276,25 @@ class PostPool:
         # is None here, and refuses every POST that does not replace it (see post).
         self._request_line = b"POST " + self._target + b" HTTP/1.1\r\n"
         self._base_lines = {name: _checked_field(name, value) for name, value in self._base.items()}
+        # Request header lines already checked and encoded, by (name as given, value): the session id,
+        # protocol version, content type and accept of one session are the same on every POST.
+        self._fields: dict[tuple[str, str], tuple[str, bytes]] = {}
         self._idle: list[_Connection] = []
         self._closed = False
 
     async def post(self, headers: dict[str, str], body: bytes) -> Response:
         """Send a POST and wait for the status and headers of its response."""
         lines = dict(self._base_lines)
-        for name, value in headers.items():
-            name = name.lower()
-            lines[name] = _field(name, value)  # raises before anything is sent
+        fields = self._fields
+        for item in headers.items():
+            cached = fields.get(item)
+            if cached is None:
+                name = item[0].lower()
+                cached = name, _field(name, item[1])  # raises before anything is sent
+                if len(fields) >= MAX_CACHED_FIELDS:
+                    fields.clear()
+                fields[item] = cached
+            lines[cached[0]] = cached[1]
         lines["content-length"] = b"content-length: %d\r\n" % len(body)
         if None in lines.values():
             for name, line in lines.items():

@@ -313,14 +313,16 @@ class _TaggingTransport(StreamableHTTPTransport):
                              session_message=Frame("request", frame.value, metadata=metadata), metadata=metadata,
                              read_stream_writer=read_stream_writer)
         if self._protocol_version_header not in MODERN_PROTOCOL_VERSIONS:
-            tg.start_soon(self._handle_post_request, ctx)
+            # Named here: without a name anyio works one out from the callable for every task.
+            tg.start_soon(self._handle_post_request, ctx, name="upstream POST")
             return True
         post = _InFlightPost(scope=anyio.CancelScope(), modern=True)
         superseded = self._in_flight_posts.get(frame.id)
         if superseded is not None:
             superseded.scope.cancel()
         self._in_flight_posts[frame.id] = post
-        tg.start_soon(self._run_request_post, functools.partial(self._handle_post_request, ctx), post, frame.id)
+        tg.start_soon(self._run_request_post, functools.partial(self._handle_post_request, ctx), post, frame.id,
+                      name="upstream POST")
         return True
 
     async def _post_lean(self, ctx, pool: PostPool) -> None:
