@@ -71,6 +71,15 @@ def error_message(request_id: Any, code: int, message: str, data: Any = None) ->
 
 
 def result_message(request_id: Any, result: dict[str, Any]) -> SessionMessage:
+    """A result the gate answers itself (a refused call's isError result).
+
+    A `Frame` rather than the SDK's model: a refusal should cost less than
+    a forwarded call, and the model's validation and serialisation were most
+    of its price. Built only from what the model would accept (an int or
+    string id, an object result); it writes the JSON value the model would.
+    """
+    if type(request_id) in (int, str) and type(result) is dict:
+        return Frame("response", {"jsonrpc": "2.0", "id": request_id, "result": result})
     return SessionMessage(types.JSONRPCResponse(jsonrpc="2.0", id=request_id, result=result))
 
 

@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 import io
-
+import json
 from typing import Any
 
 import anyio
 import mcp_types as types
 import pytest
 import validator
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from mcp.shared.message import SessionMessage
 
 from proxy.core.catalog import Catalog, Preflights
 from proxy.core.gate import Gate
 from proxy.core.hooks import GuardHooks
 from proxy.core.relay import Relay
-from proxy.core.jsonrpc import envelope_of, parse_line
+from proxy.core.jsonrpc import Frame, dump, envelope_of, parse_line, result_message
 
 ECHO = {"name": "echo", "inputSchema": {"type": "object", "properties": {"t": {"type": "string"}}, "required": ["t"]}}
 
@@ -246,3 +248,32 @@ async def test_the_multiplexer_gives_an_sdk_model_reply_back_under_the_client_s_
         Frame("request", {"jsonrpc": "2.0", "id": 3, "method": "ping"}),
         lambda upstream_id: SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=upstream_id, error=error)))
     assert reply.message == types.JSONRPCError(jsonrpc="2.0", id=3, error=error)
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(request_id=st.integers() | st.text(), result=st.dictionaries(st.text(max_size=8), _JSON_VALUES, max_size=5))
+def test_a_refusal_result_is_written_as_the_sdk_model_would_write_it(request_id: Any, result: dict) -> None:
+    """result_message skips the SDK's model; the line it writes must still read back as the model's line does."""
+    model = SessionMessage(types.JSONRPCResponse(jsonrpc="2.0", id=request_id, result=result))
+    ours = result_message(request_id, result)
+    assert json.loads(dump(ours)) == json.loads(dump(model))
+    assert ours.message == model.message  # and an SDK transport on the other side gets the same model
+
+
+def test_the_gate_s_own_refusal_goes_out_without_an_sdk_model() -> None:
+    catalog = Catalog()
+    catalog.replace([ECHO])
+    gate = Gate()
+    kind, payload = gate.reply(gate.check({"name": "echo", "arguments": {"t": 1}}, catalog.tools), modern=False)
+    message = result_message(7, payload)
+    assert kind == "result" and type(message) is Frame and message._model is None
+    line = dump(message)
+    assert json.loads(line) == {"jsonrpc": "2.0", "id": 7, "result": payload} and line.endswith(b"\n")
+    assert message._model is None  # writing it built none either
