@@ -25,6 +25,7 @@ falls back to a session, as it does in front of any older server.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import logging
@@ -238,12 +239,18 @@ class Sessionless:
                 # before it is the client closing its POST, which withdraws the request upstream
                 # (Multiplexer.exchange). Nothing is cancelled on the normal path: anyio's
                 # CancelScope.cancel formats the task's repr, a real share of a fast call's cost.
-                while (await receive())["type"] != "http.disconnect":
-                    pass
+                try:
+                    while (await receive())["type"] != "http.disconnect":
+                        pass
+                except Exception:  # noqa: BLE001 - the server failed to say; the answer's send will find out
+                    return
                 if not answering:
                     tg.cancel_scope.cancel()
 
-            tg.start_soon(watch_disconnect)
+            # A plain asyncio task rather than one of the group's: spawning into an anyio
+            # group (a task-info record, a cancel scope, a name) costs more than the rest of
+            # the watch. It is cancelled below whatever happens, so it never outlives the POST.
+            watcher = asyncio.get_running_loop().create_task(watch_disconnect())
             try:
                 if request.method == "subscriptions/listen":
                     await answer.start_stream()
@@ -262,6 +269,7 @@ class Sessionless:
                 answering = True
                 await _answer(answer, reply)
             finally:
+                watcher.cancel()
                 answer.settle()
 
     def _param_header_problem(self, member: SharedUpstream, request: Envelope | types.JSONRPCRequest,
