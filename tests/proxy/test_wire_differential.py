@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
