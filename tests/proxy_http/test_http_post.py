@@ -235,6 +235,21 @@ async def test_an_answer_that_is_not_http_is_an_error_and_the_connection_is_reti
     assert server.connections == 2
 
 
+async def test_each_post_carries_its_own_header_values_however_many_the_pool_has_checked_before(monkeypatch) -> None:
+    monkeypatch.setattr(http_post, "MAX_CACHED_FIELDS", 4)  # so the run below also crosses the bound
+    async with scripted(lambda head, body, n: answer()) as (server, url):
+        pool = PostPool(url)
+        sent = [{"Mcp-Session-Id": "s1", "Mcp-Name": f"tool{i % 7}"} for i in range(20)]
+        for headers in sent:
+            await (await pool.post(headers, b"{}")).read()
+            with pytest.raises(HTTPError, match="cannot send this request"):
+                await pool.post({"Mcp-Name": headers["Mcp-Name"] + "\r\nX-Injected: 1"}, b"{}")
+        pool.close()
+    assert [(dict(head.headers)[b"mcp-session-id"], dict(head.headers)[b"mcp-name"]) for head, _ in server.requests] \
+        == [(h["Mcp-Session-Id"].encode(), h["Mcp-Name"].encode()) for h in sent]
+    assert all(b"x-injected" not in dict(head.headers) for head, _ in server.requests)
+
+
 @pytest.mark.parametrize("value", ["a\r\nX-Injected: 1", "a\nb", "a\rb", "nul\x00", " padded", "caf\u00e9"])
 async def test_a_header_value_that_could_split_the_request_is_refused_before_anything_is_sent(value) -> None:
     async with scripted(lambda head, body, n: answer()) as (server, url):
