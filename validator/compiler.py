@@ -127,6 +127,7 @@ class Compiler:
         self.compositions: list[tuple[list, tuple, list]] = []
         self.ref_targets: dict[tuple, tuple] = {}  # location of a $ref -> (target location, target schema)
         self.recursive = False
+        self.resume: Callable[[dict, str], Any] | None = None  # see node() and CompiledSchema.validate
 
     def _error(self, kind: str, tokens: tuple, keyword: str, text: str) -> InputSchemaError:
         location = pointer(tokens)
@@ -327,6 +328,10 @@ class Compiler:
                 if t is dict and any(getattr(c, "covers_domain", False) for c in specific.get(dict, ())):
                     continue
                 specific.setdefault(t, []).insert(0, check_domain)
+        if tokens == () and specific.get(dict):
+            # The root's properties walk, when it is the first thing asked of an object
+            # after the type: the fast path then names the member where it said no.
+            self.resume = getattr(specific[dict][0], "resume", None)
         check = self.checks[(tokens, ensured)] = combine(leading, specific, trailing)
         return check
 
@@ -344,15 +349,19 @@ class Compiler:
 class CompiledSchema:
     """A preflighted tool schema; ``validate`` checks one set of arguments."""
 
-    __slots__ = ("schema", "dialect", "_check", "_walk_first", "_fast")
+    __slots__ = ("schema", "dialect", "_check", "_walk_first", "_fast", "_resume")
 
     def __init__(self, schema: Mapping, dialect: str, check: Check, walk_first: bool = False,
-                 fast: Callable[[Any], bool] | None = None) -> None:
+                 fast: Callable[[Any], bool | str] | None = None,
+                 resume: Callable[[dict, str], Any] | None = None) -> None:
         self.schema = schema
         self.dialect = dialect
         self._check = check
         # The generated yes/no answer (fastpath.py); the closures explain every "no".
+        # With ``resume`` (the root's properties walk), a "no" met inside a declared
+        # member of the root comes back as that member's name instead of False.
         self._fast = fast
+        self._resume = resume
         # Without recursion the arguments can only nest as deep as the schema does
         # before every part is checked; a recursive schema has no such bound, so
         # the nesting limit is applied up front.
@@ -363,10 +372,20 @@ class CompiledSchema:
         fast = self._fast
         if fast is not None:
             try:
-                if fast(arguments):
-                    return
+                verdict = fast(arguments)
             except (PatternTimeout, Unknown, RecursionError):
-                pass  # not a plain yes or no: the closures below say what happened
+                verdict = False  # not a plain yes or no: the closures below say what happened
+            if verdict is True:
+                return
+            if verdict is not False:
+                # The fast path said no inside the root member named ``verdict``: the closures
+                # resume the root's walk there instead of starting it over (the same error).
+                try:
+                    failure = self._resume(arguments, verdict)  # type: ignore[misc]
+                except RecursionError:
+                    failure = None
+                if failure is not None:
+                    raise failure.to_error()
         try:
             if self._walk_first:
                 try:
@@ -401,4 +420,4 @@ def compile(schema: Any, dialect: str = CONTRACT) -> CompiledSchema:
     compiler = Compiler(dialect)
     check = compiler.root(schema)
     fast = generate(compiler, schema, compiler.recursive)
-    return CompiledSchema(schema, dialect, check, walk_first=compiler.recursive, fast=fast)
+    return CompiledSchema(schema, dialect, check, walk_first=compiler.recursive, fast=fast, resume=compiler.resume)

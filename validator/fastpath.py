@@ -262,16 +262,25 @@ class Generator:
             out.append(f"{pad}            if type({k}) is not str: return False")
             out.append(f"{pad}            if type({x}) not in _SCALARS and not _member_is_json({x}): return False")
         present = frozenset(required)  # tested above: read without a membership test
+        # At the root, when the closures can resume there (Compiler.resume), a "no" inside a
+        # declared member answers with the member's name, so the closures need not start over.
+        named_no = tokens == () and self.compiler.resume is not None
         for name, sub in props.items():
             x = self.fresh("x")
             c = self.const(name)
+            member: list[str] = []
             if name in present:
                 out.append(f"{pad}{x} = {var}[{c}]")
-                self.child(sub, tokens + ("properties", name), False, x, ind, out)
+                self.child(sub, tokens + ("properties", name), False, x, ind, member)
             else:
                 out.append(f"{pad}if {c} in {var}:")
-                out.append(f"{pad}    {x} = {var}[{c}]")
-                self.child(sub, tokens + ("properties", name), False, x, ind + 1, out)
+                member.append(f"{pad}    {x} = {var}[{c}]")
+                self.child(sub, tokens + ("properties", name), False, x, ind + 1, member)
+            if named_no:
+                # Every exit of the generated code is a line ending in "return False" (no
+                # schema value is ever written into the source, so nothing else can end so).
+                member = [line[:-5] + c if line.endswith("return False") else line for line in member]
+            out.extend(member)
         return out
 
     def array_checks(self, schema: Mapping, tokens: tuple, ensured: bool, var: str, ind: int) -> list[str]:

@@ -105,6 +105,33 @@ def compile_properties(value: Any, site: Site) -> Check | None:
     # a bare type check ({"type": "string", "description": …}) costs no call.
     entries = {name: (check, getattr(check, "passes", _NOTHING)) for name, check in checks.items()}
     get = entries.get
+    position = {name: i for i, name in enumerate(checks)}
+    at = position.get
+
+    def resume(v: dict, failed: str) -> Failure | None:
+        """The walk of every variant below, started from what the fast path already knows.
+
+        The generated code asks for the required names and every undeclared member
+        first, then the declared members in the schema's order, and it said no first
+        in the member ``failed``. This walk goes in the arguments' order, so of the
+        members before ``failed`` only those declared later in the schema are still
+        unknown; every other one passed, and the first failure here is the one the
+        whole walk would report. None means the two disagree: the caller then runs
+        the whole walk.
+        """
+        limit = position[failed]
+        for name, item in v.items():
+            if at(name, -1) > limit or name == failed:
+                check, passes = entries[name]
+                if type(item) not in passes:
+                    failure = check(item)
+                    if failure is not None:
+                        failure.tokens.append(name)
+                        return failure
+                if name == failed:
+                    return None
+        return None
+
     if extra is True and not site.compiler.ensured[-1] and not _closes(site.schema):
         # An open object whose own value is not yet known to be JSON: the members no
         # subschema declares are held to the JSON domain here, in the same pass.
@@ -133,6 +160,7 @@ def compile_properties(value: Any, site: Site) -> Check | None:
             return None
 
         check_open_properties.covers_domain = True  # type: ignore[attr-defined]  # see Compiler.node
+        check_open_properties.resume = resume  # type: ignore[attr-defined]  # see CompiledSchema.validate
         return check_open_properties
     if extra is True:
 
@@ -152,6 +180,7 @@ def compile_properties(value: Any, site: Site) -> Check | None:
                         return failure
             return None
 
+        check_properties.resume = resume  # type: ignore[attr-defined]  # see CompiledSchema.validate
         return check_properties
     extra_path, names = site.sibling(key).path, frozenset(checks)
     allowed = _names(names)
@@ -176,6 +205,7 @@ def compile_properties(value: Any, site: Site) -> Check | None:
                     return failure
             return None
 
+        check_closed.resume = resume  # type: ignore[attr-defined]  # see CompiledSchema.validate
         return check_closed
     extra_check = site.sibling(key).sub(extra)
 
@@ -196,6 +226,7 @@ def compile_properties(value: Any, site: Site) -> Check | None:
                 failure.tokens.append(name)
                 return failure
 
+    check_with_additional.resume = resume  # type: ignore[attr-defined]  # see CompiledSchema.validate
     return check_with_additional
 
 
