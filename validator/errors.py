@@ -55,17 +55,6 @@ class InputSchemaError(Exception):
         self.keyword = keyword
         self.message = message
 
-    @classmethod
-    def of(cls, kind: str, message: str, instance_path: str, schema_path: str, keyword: str) -> "InputSchemaError":
-        """The validator's own fast constructor (positional, kind already known to be valid)."""
-        error = cls.__new__(cls, message)
-        error.kind = kind
-        error.instance_path = instance_path
-        error.schema_path = schema_path
-        error.keyword = keyword
-        error.message = message
-        return error
-
     def to_dict(self) -> dict[str, str]:
         """The machine-readable form (MCP-style camelCase keys)."""
         return {
@@ -93,3 +82,21 @@ def _rebuild(kind: str, message: str, instance_path: str, schema_path: str, keyw
     return InputSchemaError(
         kind, message, instance_path=instance_path, schema_path=schema_path, keyword=keyword
     )
+
+
+_new_exception = BaseException.__new__
+
+
+def new_error(kind: str, message: str, instance_path: str, schema_path: str, keyword: str) -> InputSchemaError:
+    """The validator's own constructor for a refused value: positional, ``kind`` already known to be valid.
+
+    Every refused call builds one, so it skips the keyword arguments and the kind
+    check of ``__init__`` (and the bound-method call a classmethod would cost).
+    """
+    error = _new_exception(InputSchemaError, message)
+    error.kind = kind
+    error.instance_path = instance_path
+    error.schema_path = schema_path
+    error.keyword = keyword
+    error.message = message
+    return error

@@ -11,7 +11,7 @@ container check appends its key to ``tokens`` as it returns the failure.
 
 from __future__ import annotations
 
-from .errors import EXECUTION_FAILURE, VALIDATION, InputSchemaError, escape_token, pointer
+from .errors import EXECUTION_FAILURE, VALIDATION, InputSchemaError, escape_token, new_error, pointer
 
 _MAX_CAUSES = 5
 
@@ -58,7 +58,7 @@ class Failure:
             message = f"{where}: {self.text}"
         else:
             where, message = "", "arguments: " + self.text
-        return InputSchemaError.of(self.kind, message, where, self.schema_path, self.keyword)
+        return new_error(self.kind, message, where, self.schema_path, self.keyword)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.keyword} at {self.schema_path!r}: {self.text}>"

@@ -683,6 +683,15 @@ def test_errors_pickle():
     assert clone.to_dict() == error.to_dict()
 
 
+def test_a_refused_value_raises_the_same_error_the_public_constructor_builds():
+    """The validator builds its errors without __init__; nothing a caller reads may differ."""
+    error = arg_error(root(v={"type": "string"}), {"v": 1})
+    public = validator.InputSchemaError(error.kind, error.message, instance_path=error.instance_path,
+                                        schema_path=error.schema_path, keyword=error.keyword)
+    assert type(error) is type(public)
+    assert (error.args, str(error), repr(error), error.to_dict()) == (public.args, str(public), repr(public), public.to_dict())
+
+
 def test_compile_once_validate_many_is_reentrant():
     compiled = validator.compile(root(v={"type": "array", "items": {"type": "integer", "minimum": 0}}))
     for i in range(100):
