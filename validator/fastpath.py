@@ -122,12 +122,14 @@ class Generator:
 
     def function(self, schema: Any, tokens: tuple, ensured: bool, walk_first: bool = False, root: bool = False) -> str:
         """A function ``name(v) -> bool`` for one schema object; returns its name."""
-        if not root:
+        # The root's function is never shared: it may answer with a member's name (object_checks).
+        shared = not root and tokens != ()
+        if shared:
             known = self.named.get((tokens, ensured))
             if known is not None:
                 return known
         name = self.fresh("f")
-        if not root:
+        if shared:
             self.named[(tokens, ensured)] = name
         lines = [f"def {name}(v):"]
         if walk_first:
