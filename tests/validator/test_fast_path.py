@@ -124,7 +124,8 @@ def test_fast_path_agrees_with_closures(dialect: str, evidence) -> None:
             evidence.count(f"fast path vs closures [{dialect}]", name, n)
     assert tally["yes"] >= (tally["yes"] + tally["no"]) // 10, tally
     assert tally["no"] >= (tally["yes"] + tally["no"]) // 10, tally
-    assert tally["no, naming a member"] >= tally["no"] // 10, tally
+    # A floor, not a rate: it keeps the resumed walk exercised (about a tenth of the no's is usual).
+    assert tally["no, naming a member"] >= tally["no"] // 20, tally
 
 
 def _nested(levels: int, leaf: dict) -> dict:
