@@ -103,7 +103,10 @@ def compile_properties(value: Any, site: Site) -> Check | None:
         return None
     # name → (check, value types that pass it outright): a property whose schema is
     # a bare type check ({"type": "string", "description": …}) costs no call.
-    entries = {name: (check, getattr(check, "passes", _NOTHING)) for name, check in checks.items()}
+    # ``otherwise`` is what such a check does with a value of any other type: the walk,
+    # having tested the type already, calls that straight away.
+    entries = {name: (getattr(check, "otherwise", check), getattr(check, "passes", _NOTHING))
+               for name, check in checks.items()}
     get = entries.get
     position = {name: i for i, name in enumerate(checks)}
     at = position.get

@@ -125,6 +125,7 @@ def combine(leading: Check, by_type: dict[type, list[Check]], trailing: list[Che
             return None
 
         check_leading.passes = exact  # type: ignore[attr-defined]  # a bare type check
+        check_leading.otherwise = leading  # type: ignore[attr-defined]  # what it does for any other type
         return check_leading
     if len(specific) == 1 and after is None:
         (only_type, only), = specific.items()
