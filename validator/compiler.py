@@ -17,8 +17,8 @@ from .failures import Invalid
 from .json_values import NotJson, check_json, describe, resolve_pointer
 from .keywords import CONTRACT, EXTENDED
 from .table import KEYWORDS, VENDOR, VENDOR_PREFIX, Keyword
-from .fastpath import Unknown, generate
-from .patterns import PatternError, PatternTimeout, compile_pattern
+from .fastpath import generate
+from .patterns import PatternError, compile_pattern
 from .nodes import check_domain, check_scalar_domain, combine, domain_failure, sequence, trusted
 from .site import Check, Site
 
@@ -127,7 +127,7 @@ class Compiler:
         self.compositions: list[tuple[list, tuple, list]] = []
         self.ref_targets: dict[tuple, tuple] = {}  # location of a $ref -> (target location, target schema)
         self.recursive = False
-        self.resume: Callable[[dict, str], Any] | None = None  # see node() and CompiledSchema.validate
+        self.resume: Callable[[dict, str], Any] | None = None  # see node() and explainer
 
     def _error(self, kind: str, tokens: tuple, keyword: str, text: str) -> InputSchemaError:
         location = pointer(tokens)
@@ -346,53 +346,33 @@ class Compiler:
         return DeclaredByPattern(frozenset(names), tuple(self.name_pattern(p, site, p) for p in patterns))
 
 
-class CompiledSchema:
-    """A preflighted tool schema; ``validate`` checks one set of arguments."""
+def explainer(check: Check, resume: Callable[[dict, str], Any] | None,
+              walk_first: bool) -> Callable[[Any, "bool | str | None"], None]:
+    """What validating does once the fast path has not said yes: the closures find the error and raise it.
 
-    __slots__ = ("schema", "dialect", "_check", "_walk_first", "_fast", "_resume")
+    ``verdict`` is False (a no), None (the fast path could not tell: a pattern ran
+    out of its work limit, a fallen-back closure failed to finish, the value nests
+    too deeply) or the name of the root member a no was met in, where the root's
+    properties walk (``resume``) picks up instead of starting over; the error is
+    the same either way. The closures are the authority: if they accept, this
+    returns None.
+    """
 
-    def __init__(self, schema: Mapping, dialect: str, check: Check, walk_first: bool = False,
-                 fast: Callable[[Any], bool | str] | None = None,
-                 resume: Callable[[dict, str], Any] | None = None) -> None:
-        self.schema = schema
-        self.dialect = dialect
-        self._check = check
-        # The generated yes/no answer (fastpath.py); the closures explain every "no".
-        # With ``resume`` (the root's properties walk), a "no" met inside a declared
-        # member of the root comes back as that member's name instead of False.
-        self._fast = fast
-        self._resume = resume
-        # Without recursion the arguments can only nest as deep as the schema does
-        # before every part is checked; a recursive schema has no such bound, so
-        # the nesting limit is applied up front.
-        self._walk_first = walk_first
-
-    def validate(self, arguments: Any) -> None:
-        """Raise InputSchemaError unless ``arguments`` is a JSON value the schema accepts."""
-        fast = self._fast
-        if fast is not None:
+    def explain(arguments: Any, verdict: bool | str | None) -> None:
+        if type(verdict) is str:
             try:
-                verdict = fast(arguments)
-            except (PatternTimeout, Unknown, RecursionError):
-                verdict = False  # not a plain yes or no: the closures below say what happened
-            if verdict is True:
-                return
-            if verdict is not False:
-                # The fast path said no inside the root member named ``verdict``: the closures
-                # resume the root's walk there instead of starting it over (the same error).
-                try:
-                    failure = self._resume(arguments, verdict)  # type: ignore[misc]
-                except RecursionError:
-                    failure = None
-                if failure is not None:
-                    raise failure.to_error()
+                failure = resume(arguments, verdict)  # type: ignore[misc]
+            except RecursionError:
+                failure = None
+            if failure is not None:
+                raise failure.to_error()
         try:
-            if self._walk_first:
+            if walk_first:
                 try:
                     check_json(arguments)
                 except NotJson as exc:
                     raise domain_failure(exc).to_error() from None
-            failure = self._check(arguments)
+            failure = check(arguments)
         except RecursionError:
             # Bounded depths make this unreachable from a shallow caller; a deep one still gets a value.
             raise InputSchemaError(
@@ -400,6 +380,39 @@ class CompiledSchema:
             ) from None
         if failure is not None:
             raise failure.to_error()
+
+    return explain
+
+
+class CompiledSchema:
+    """A preflighted tool schema; ``validate(arguments)`` raises InputSchemaError unless the schema accepts them.
+
+    ``validate`` is an attribute, not a method: for a compiled schema it is the
+    generated fast path itself (fastpath.py), so a valid call costs one Python
+    call, and every other answer goes to the closures through ``explainer``.
+    Built from closures alone (``entry`` None), it asks them directly.
+    """
+
+    __slots__ = ("schema", "dialect", "validate", "_check", "_walk_first")
+
+    validate: Callable[[Any], None]
+
+    def __init__(self, schema: Mapping, dialect: str, check: Check, walk_first: bool = False,
+                 entry: Callable[[Any], None] | None = None) -> None:
+        self.schema = schema
+        self.dialect = dialect
+        self._check = check
+        # Without recursion the arguments can only nest as deep as the schema does
+        # before every part is checked; a recursive schema has no such bound, so
+        # the nesting limit is applied up front.
+        self._walk_first = walk_first
+        if entry is None:
+            explain = explainer(check, None, walk_first)
+
+            def entry(arguments: Any) -> None:
+                explain(arguments, False)
+
+        self.validate = entry
 
     def is_valid(self, arguments: Any) -> bool:
         """True or False; an execution failure still raises, since it is not an answer."""
@@ -419,5 +432,6 @@ def compile(schema: Any, dialect: str = CONTRACT) -> CompiledSchema:
     """Preflight the complete schema once; raises InputSchemaError."""
     compiler = Compiler(dialect)
     check = compiler.root(schema)
-    fast = generate(compiler, schema, compiler.recursive)
-    return CompiledSchema(schema, dialect, check, walk_first=compiler.recursive, fast=fast, resume=compiler.resume)
+    explain = explainer(check, compiler.resume, compiler.recursive)
+    entry = generate(compiler, schema, compiler.recursive, explain)
+    return CompiledSchema(schema, dialect, check, walk_first=compiler.recursive, entry=entry)

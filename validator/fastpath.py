@@ -20,17 +20,23 @@ closed objects and typed arrays by their parts, open objects by their
 undeclared members), so the verdicts agree on non-JSON values too.
 A pattern search that runs out of its work limit raises PatternTimeout out of
 the generated code, and a fallen-back closure's execution failure raises
-Unknown: validate() then asks the closures, which report it.
+Unknown: the entry (validate itself, see _entry) then asks the closures, which
+report it.
+
+Code that can raise neither, nor recurse with the arguments' depth, is
+bounded by the schema's own depth (MAX_SCHEMA_DEPTH), so from a shallow
+caller it cannot raise RecursionError either; its entry has no try statement.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable, Mapping
 
 from .errors import EXECUTION_FAILURE
 from .json_values import MAX_DEPTH, NotJson, check_json, equality_key
 from .keywords import EXTENDED, TYPES
-from .patterns import compile_pattern
+from .patterns import PatternTimeout, compile_pattern
 
 # Keywords the generator writes code for; any other asserting keyword in a schema
 # object hands that object to its closure.
@@ -96,6 +102,8 @@ class Generator:
         self.counter = 0
         self.patterns: dict[str, Any] = {}
         self.named: dict[tuple, str] = {}  # (tokens, ensured) -> function already written
+        # Whether the code may raise instead of answering (a timed pattern search, a fallen-back closure).
+        self.undecided = False
 
     # --- names ---------------------------------------------------------------------
 
@@ -143,6 +151,7 @@ class Generator:
 
     def closure(self, tokens: tuple, ensured: bool, var: str, ind: int, out: list[str]) -> None:
         check = self.compiler.checks[(tokens, ensured)]
+        self.undecided = True
         out.append(f"{'    ' * ind}if not _call({self.const(check)}, {var}): return False")
 
     def child(self, schema: Any, tokens: tuple, ensured: bool, var: str, ind: int, out: list[str]) -> None:
@@ -310,6 +319,7 @@ class Generator:
             if matches is None:
                 matches = self.patterns[source] = compile_pattern(source, extended=self.extended)
             # A string short enough to need no work limit is searched right here (see compile_pattern).
+            self.undecided = True
             out.append(f"{pad}if len({var}) <= {self.const(matches.untimed)}:")
             out.append(f"{pad}    if {self.const(matches.search)}({var}) is None: return False")
             out.append(f"{pad}elif not {self.const(matches)}({var}): return False")
@@ -355,10 +365,11 @@ class Generator:
 
     # --- assembly --------------------------------------------------------------------------
 
-    def build(self, entry: str) -> dict[str, Any]:
+    def build(self, explain: Callable[[Any, Any], None]) -> dict[str, Any]:
         namespace: dict[str, Any] = {
             "_is_json": _is_json, "_member_is_json": _member_is_json, "_call": _call, "_key": equality_key,
             "_SCALARS": _SCALARS, "_JSON_TYPES": _JSON_TYPES,
+            "_no": explain, "_Undecided": (PatternTimeout, Unknown, RecursionError),
         }
         namespace.update((f"c{i}", value) for i, value in enumerate(self.constants))
         source = "\n".join(line for lines in self.functions for line in lines) + "\n"
@@ -367,19 +378,74 @@ class Generator:
         return namespace
 
 
+# Every exit of a generated function: "return False", or at the root "return c<i>" naming a member.
+_EXIT = re.compile(r"return (False|c[0-9]+)$")
+
+
+def _entry(lines: list[str], guarded: bool) -> list[str]:
+    """The root function rewritten as validate(): a yes returns None, every other answer goes to ``_no``.
+
+    ``_no`` (the compiler's explainer) runs the closures, which raise the error;
+    a fast path that cannot tell hands them None. Only a ``guarded`` entry (code
+    that can meet a pattern's work limit, a fallen-back closure or unbounded
+    recursion) wraps its body in a try statement: every refusal's exception
+    passes out through the exits, and through a handler it would pay for the
+    match and the re-raise, about a tenth of a refused call.
+    """
+    out = ["def validate(v):"]
+    if guarded:
+        out.append("    try:")
+    for line in lines[1:]:
+        if line == "    return True":
+            line = "    return None"
+        else:
+            exit_ = _EXIT.search(line)
+            if exit_ is not None:
+                line = f"{line[:exit_.start()]}return _no(v, {exit_.group(1)})"
+        out.append("    " + line if guarded else line)
+    if guarded:
+        out += ["    except _Undecided:", "        pass", "    return _no(v, None)"]
+    return out
+
+
+def answers(validate: Callable[[Any], None]) -> Callable[[Any], "bool | str | None"]:
+    """The fast path's bare answer behind a compiled schema's ``validate``, for tests.
+
+    The same source run again with a ``_no`` that hands the answer back: True
+    (yes), False (no), a root member's name (no, inside it) or None (cannot tell).
+    """
+    namespace = dict(validate.__globals__)  # type: ignore[attr-defined]
+    namespace["_no"] = lambda v, answer: (answer,)
+    exec(compile(namespace["__source__"], "<validator fast path>", "exec"), namespace)
+    entry = namespace["validate"]
+
+    def answer(v: Any) -> bool | str | None:
+        said = entry(v)
+        return True if said is None else said[0]
+
+    return answer
+
+
 def _count(value: Any) -> int:
     return int(value)  # preflight accepted it as a count: an int or an integral float
 
 
-def generate(compiler: Any, schema: Any, walk_first: bool) -> Callable[[Any], bool]:
-    """The fast verdict for a schema the compiler has just compiled (closures recorded in compiler.checks)."""
+def generate(compiler: Any, schema: Any, walk_first: bool,
+             explain: Callable[[Any, Any], None]) -> Callable[[Any], None]:
+    """``validate`` for a schema the compiler has just compiled (closures recorded in compiler.checks).
+
+    The root's function is written as the entry itself (see _entry): nothing else
+    calls it, since a reference to the document root goes through its closure.
+    """
     generator = Generator(compiler)
-    entry = generator.function(schema, (), False, walk_first=walk_first, root=compiler.dialect == EXTENDED)
+    root = generator.function(schema, (), False, walk_first=walk_first, root=compiler.dialect == EXTENDED)
     compositions = [
         (holder, [generator.function(b, tokens + (i,), True) for i, b in enumerate(branches)])
         for holder, tokens, branches in compiler.compositions
     ]
-    namespace = generator.build(entry)
+    index = next(i for i, lines in enumerate(generator.functions) if lines[0] == f"def {root}(v):")
+    generator.functions[index] = _entry(generator.functions[index], walk_first or generator.undecided)
+    namespace = generator.build(explain)
     for holder, names in compositions:
         holder.extend(namespace[n] for n in names)
-    return namespace[entry]
+    return namespace["validate"]

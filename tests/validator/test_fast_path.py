@@ -17,8 +17,7 @@ from hypothesis import strategies as st
 
 import validator
 from validator import CompiledSchema, InputSchemaError
-from validator.fastpath import Unknown
-from validator.patterns import PatternTimeout
+from validator.fastpath import answers
 
 from test_differential import (  # noqa: E402  (tests/validator is on sys.path under pytest)
     NOT_JSON,
@@ -68,6 +67,7 @@ def _closure_verdict(closures: CompiledSchema, instance: Any) -> dict | None:
 def _compare(schema: dict, dialect: str, data: st.DataObject, tally: dict) -> None:
     compiled = validator.compile(schema, dialect=dialect)
     closures = CompiledSchema(schema, dialect, compiled._check, walk_first=compiled._walk_first)
+    answer = answers(compiled.validate)
     near = instances_for(schema)
     for _ in range(4):
         instance = copy.deepcopy(data.draw(st.one_of(near, near, json_values), label="instance"))
@@ -85,10 +85,7 @@ def _compare(schema: dict, dialect: str, data: st.DataObject, tally: dict) -> No
             order = data.draw(st.permutations(list(instance)), label="member order")
             instance = {name: instance[name] for name in order}
         expected = _closure_verdict(closures, instance)
-        try:
-            fast = compiled._fast(instance)
-        except (PatternTimeout, Unknown):
-            fast = None  # not a yes or no: validate() asks the closures
+        fast = answer(instance)  # None: not a yes or no (validate() asks the closures)
         tally["yes" if expected is None else "no"] += 1
         if type(fast) is str:  # a "no" inside this root member, which the closures resume from
             assert fast in instance and expected is not None, (
@@ -146,15 +143,15 @@ def _nested_value(levels: int, leaf: Any) -> Any:
 def test_deep_schemas_split_into_functions(dialect: str) -> None:
     """Deeper than the inlining limit, children become functions; verdicts stay the closures'."""
     compiled = validator.compile(_nested(60, {"type": "integer", "minimum": 1}), dialect=dialect)
-    assert compiled._fast(_nested_value(59, {"a": 3, "b": ["x"]})) is True
+    assert answers(compiled.validate)(_nested_value(59, {"a": 3, "b": ["x"]})) is True
     for bad in (0, 1.5, "1", float("nan"), (1,)):
         value = _nested_value(59, {"a": bad, "b": ["x"]})
-        assert compiled._fast(value) == "a"  # no, somewhere inside the root member "a"
+        assert answers(compiled.validate)(value) == "a"  # no, somewhere inside the root member "a"
         with pytest.raises(InputSchemaError) as caught:
             compiled.validate(value)
         assert caught.value.instance_path == "/a" * 60
     value = _nested_value(59, {"a": 3, "b": ["x", 2]})
-    assert compiled._fast(value) == "a"
+    assert answers(compiled.validate)(value) == "a"
 
 
 def test_schema_text_never_reaches_the_generated_source() -> None:
@@ -162,9 +159,9 @@ def test_schema_text_never_reaches_the_generated_source() -> None:
     schema = {"type": "object", "properties": {name: {"type": "string", "pattern": "^'\\)$", "enum": ["\"'", "q"]}},
               "required": [name], "additionalProperties": False}
     compiled = validator.compile(schema)
-    source = compiled._fast.__globals__["__source__"]
+    source = compiled.validate.__globals__["__source__"]
     assert "import" not in source and "'" not in source and '"' not in source
-    assert compiled._fast({name: "q"}) == name  # the pattern refuses it, in that member
+    assert answers(compiled.validate)({name: "q"}) == name  # the pattern refuses it, in that member
     with pytest.raises(InputSchemaError) as caught:
         compiled.validate({name: "q"})
     assert caught.value.keyword == "pattern"
@@ -178,9 +175,9 @@ def test_recursive_and_fallback_keywords_agree() -> None:
                            "required": ["kids"]}},
     }
     compiled = validator.compile(schema, dialect=validator.EXTENDED)
-    assert compiled._fast({"tree": {"kids": [{"kids": []}]}, "n": 9}) is True
-    assert compiled._fast({"tree": {"kids": [{}]}}) == "tree"
-    assert compiled._fast({"n": 4}) == "n"  # answered by that member's own closure (multipleOf)
+    assert answers(compiled.validate)({"tree": {"kids": [{"kids": []}]}, "n": 9}) is True
+    assert answers(compiled.validate)({"tree": {"kids": [{}]}}) == "tree"
+    assert answers(compiled.validate)({"n": 4}) == "n"  # answered by that member's own closure (multipleOf)
     with pytest.raises(InputSchemaError) as caught:
         compiled.validate({"tree": {"kids": [{"kids": [{}]}]}})
     assert (caught.value.instance_path, caught.value.keyword) == ("/tree/kids/0/kids/0", "required")
@@ -195,13 +192,13 @@ def test_deep_required_properties_read_without_a_membership_test_keep_verdicts_a
         node["required"] = ["a", "b"]
         node = node["properties"]["a"]
     compiled = validator.compile(schema, dialect=dialect)
-    assert compiled._fast(_nested_value(59, {"a": 3, "b": ["x"]})) is True
+    assert answers(compiled.validate)(_nested_value(59, {"a": 3, "b": ["x"]})) is True
     for bad, keyword in ((0, "minimum"), ("1", "type")):
         with pytest.raises(InputSchemaError) as caught:
             compiled.validate(_nested_value(59, {"a": bad, "b": ["x"]}))
         assert (caught.value.instance_path, caught.value.keyword) == ("/a" * 60, keyword)
     missing = _nested_value(58, {"a": {"b": ["x"]}, "b": ["x"]})
-    assert compiled._fast(missing) == "a"
+    assert answers(compiled.validate)(missing) == "a"
     with pytest.raises(InputSchemaError) as caught:
         compiled.validate(missing)
     assert (caught.value.instance_path, caught.value.keyword) == ("/a" * 59, "required")
@@ -216,7 +213,22 @@ def test_a_member_named_by_the_fast_path_still_yields_the_first_failure_in_the_a
     for instance, where in (({"c": "ok", "b": 1, "a": "x"}, "/b"), ({"a": "x", "b": 1}, "/a"),
                             ({"b": "ok", "c": 2, "a": 1}, "/c")):
         named = "a" if where != "/c" else "c"
-        assert compiled._fast(instance) == named
+        assert answers(compiled.validate)(instance) == named
         with pytest.raises(InputSchemaError) as caught:
             compiled.validate(instance)
         assert (caught.value.instance_path, caught.value.keyword) == (where, "type")
+
+
+@pytest.mark.parametrize("dialect", [validator.CONTRACT, validator.EXTENDED])
+def test_validate_is_the_generated_entry_and_hands_what_it_cannot_decide_to_the_closures(dialect: str) -> None:
+    """A pattern out of its work limit is no answer: the entry asks the closures, which report it."""
+    schema = {"type": "object", "properties": {"s": {"type": "string", "pattern": "(x+x+)+y"}}}
+    compiled = validator.compile(schema, dialect=dialect)
+    assert compiled.validate.__code__.co_filename == "<validator fast path>"
+    assert answers(compiled.validate)({"s": "x" * 20 + "y"}) is True
+    assert answers(compiled.validate)({"s": "x" * 5000}) is None  # cannot tell: not a yes, not a no
+    with pytest.raises(InputSchemaError) as caught:
+        compiled.validate({"s": "x" * 5000})
+    assert (caught.value.kind, caught.value.keyword, caught.value.instance_path) == (
+        validator.EXECUTION_FAILURE, "pattern", "/s")
+    assert caught.value.__context__ is None  # raised after the fast path's exception was handled, not inside it
