@@ -108,8 +108,8 @@ def compile_properties(value: Any, site: Site) -> Check | None:
     entries = {name: (getattr(check, "otherwise", check), getattr(check, "passes", _NOTHING))
                for name, check in checks.items()}
     get = entries.get
-    position = {name: i for i, name in enumerate(checks)}
-    at = position.get
+    order = list(checks)
+    later: dict[str, frozenset] = {}  # a declared name → the names declared after it, built on first use
 
     def resume(v: dict, failed: str) -> Failure | None:
         """The walk of every variant below, started from what the fast path already knows.
@@ -122,9 +122,11 @@ def compile_properties(value: Any, site: Site) -> Check | None:
         whole walk would report. None means the two disagree: the caller then runs
         the whole walk.
         """
-        limit = position[failed]
+        after = later.get(failed)
+        if after is None:
+            after = later[failed] = frozenset(order[order.index(failed) + 1:])
         for name, item in v.items():
-            if at(name, -1) > limit or name == failed:
+            if name in after or name == failed:
                 check, passes = entries[name]
                 if type(item) not in passes:
                     failure = check(item)
@@ -163,7 +165,7 @@ def compile_properties(value: Any, site: Site) -> Check | None:
             return None
 
         check_open_properties.covers_domain = True  # type: ignore[attr-defined]  # see Compiler.node
-        check_open_properties.resume = resume  # type: ignore[attr-defined]  # see CompiledSchema.validate
+        check_open_properties.resume = resume  # type: ignore[attr-defined]  # see compiler.explainer
         return check_open_properties
     if extra is True:
 
@@ -183,7 +185,7 @@ def compile_properties(value: Any, site: Site) -> Check | None:
                         return failure
             return None
 
-        check_properties.resume = resume  # type: ignore[attr-defined]  # see CompiledSchema.validate
+        check_properties.resume = resume  # type: ignore[attr-defined]  # see compiler.explainer
         return check_properties
     extra_path, names = site.sibling(key).path, frozenset(checks)
     allowed = _names(names)
@@ -208,7 +210,7 @@ def compile_properties(value: Any, site: Site) -> Check | None:
                     return failure
             return None
 
-        check_closed.resume = resume  # type: ignore[attr-defined]  # see CompiledSchema.validate
+        check_closed.resume = resume  # type: ignore[attr-defined]  # see compiler.explainer
         return check_closed
     extra_check = site.sibling(key).sub(extra)
 
@@ -229,7 +231,7 @@ def compile_properties(value: Any, site: Site) -> Check | None:
                 failure.tokens.append(name)
                 return failure
 
-    check_with_additional.resume = resume  # type: ignore[attr-defined]  # see CompiledSchema.validate
+    check_with_additional.resume = resume  # type: ignore[attr-defined]  # see compiler.explainer
     return check_with_additional
 
 
