@@ -347,39 +347,48 @@ class Compiler:
 
 
 def explainer(check: Check, resume: Callable[[dict, str], Any] | None,
-              walk_first: bool) -> Callable[[Any, "bool | str | None"], None]:
-    """What validating does once the fast path has not said yes: the closures find the error and raise it.
+              walk_first: bool) -> Callable[[Any, "bool | str | None"], "InputSchemaError | None"]:
+    """What validating does once the fast path has not said yes: the closures find the error, returned as a value.
 
     ``verdict`` is False (a no), None (the fast path could not tell: a pattern ran
     out of its work limit, a fallen-back closure failed to finish, the value nests
     too deeply) or the name of the root member a no was met in, where the root's
     properties walk (``resume``) picks up instead of starting over; the error is
-    the same either way. The closures are the authority: if they accept, this
-    returns None.
+    the same either way. The caller raises it, so the traceback starts there.
+
+    The closures are the authority on every answer the fast path could not give:
+    for None, their acceptance returns None. After a definite no they should
+    never accept (tests/validator/test_fast_path.py holds the two paths to the
+    same verdicts); if they do, the two disagree, which is a bug, and the call is
+    refused as an execution failure rather than let through on one opinion.
     """
 
-    def explain(arguments: Any, verdict: bool | str | None) -> None:
+    def explain(arguments: Any, verdict: bool | str | None) -> InputSchemaError | None:
         if type(verdict) is str:
             try:
                 failure = resume(arguments, verdict)  # type: ignore[misc]
             except RecursionError:
                 failure = None
             if failure is not None:
-                raise failure.to_error()
+                return failure.to_error()
         try:
             if walk_first:
                 try:
                     check_json(arguments)
                 except NotJson as exc:
-                    raise domain_failure(exc).to_error() from None
+                    return domain_failure(exc).to_error()
             failure = check(arguments)
         except RecursionError:
             # Bounded depths make this unreachable from a shallow caller; a deep one still gets a value.
-            raise InputSchemaError(
-                EXECUTION_FAILURE, "arguments: the value nests too deeply to validate here", keyword=""
-            ) from None
+            return InputSchemaError(EXECUTION_FAILURE, "arguments: the value nests too deeply to validate here")
         if failure is not None:
-            raise failure.to_error()
+            return failure.to_error()
+        if verdict is None:
+            return None
+        return InputSchemaError(
+            EXECUTION_FAILURE, "arguments: the validator's fast path refused these arguments but its full check "
+            "accepts them; the call is refused to stay safe. This is a bug in mcp-schema-gate: please report it "
+            "with the tool's inputSchema and these arguments")
 
     return explain
 
@@ -410,7 +419,9 @@ class CompiledSchema:
             explain = explainer(check, None, walk_first)
 
             def entry(arguments: Any) -> None:
-                explain(arguments, False)
+                error = explain(arguments, None)
+                if error is not None:
+                    raise error
 
         self.validate = entry
 

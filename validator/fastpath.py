@@ -365,7 +365,7 @@ class Generator:
 
     # --- assembly --------------------------------------------------------------------------
 
-    def build(self, explain: Callable[[Any, Any], None]) -> dict[str, Any]:
+    def build(self, explain: Callable[[Any, Any], Any]) -> dict[str, Any]:
         namespace: dict[str, Any] = {
             "_is_json": _is_json, "_member_is_json": _member_is_json, "_call": _call, "_key": equality_key,
             "_SCALARS": _SCALARS, "_JSON_TYPES": _JSON_TYPES,
@@ -383,14 +383,16 @@ _EXIT = re.compile(r"return (False|c[0-9]+)$")
 
 
 def _entry(lines: list[str], guarded: bool) -> list[str]:
-    """The root function rewritten as validate(): a yes returns None, every other answer goes to ``_no``.
+    """The root function rewritten as validate(): a yes returns None, a no raises what ``_no`` returns.
 
-    ``_no`` (the compiler's explainer) runs the closures, which raise the error;
-    a fast path that cannot tell hands them None. Only a ``guarded`` entry (code
-    that can meet a pattern's work limit, a fallen-back closure or unbounded
-    recursion) wraps its body in a try statement: every refusal's exception
-    passes out through the exits, and through a handler it would pay for the
-    match and the re-raise, about a tenth of a refused call.
+    ``_no`` (the compiler's explainer) runs the closures and returns their
+    error, which validate raises itself: an exception raised one call deeper
+    would carry that frame in its traceback too. A fast path that cannot tell
+    hands the closures None, and raises only if they refuse. Only a ``guarded``
+    entry (code that can meet a pattern's work limit, a fallen-back closure or
+    unbounded recursion) wraps its body in a try statement: every refusal's
+    exception passes out through the exits, and through a handler it would pay
+    for the match and the re-raise, about a tenth of a refused call.
     """
     out = ["def validate(v):"]
     if guarded:
@@ -401,11 +403,16 @@ def _entry(lines: list[str], guarded: bool) -> list[str]:
         else:
             exit_ = _EXIT.search(line)
             if exit_ is not None:
-                line = f"{line[:exit_.start()]}return _no(v, {exit_.group(1)})"
+                line = f"{line[:exit_.start()]}raise _no(v, {exit_.group(1)})"
         out.append("    " + line if guarded else line)
     if guarded:
-        out += ["    except _Undecided:", "        pass", "    return _no(v, None)"]
+        out += ["    except _Undecided:", "        pass", "    _e = _no(v, None)", "    if _e is not None:",
+                "        raise _e"]
     return out
+
+
+class _Said(Exception):
+    """The fast path's answer, carried out of validate by ``answers``."""
 
 
 def answers(validate: Callable[[Any], None]) -> Callable[[Any], "bool | str | None"]:
@@ -415,13 +422,16 @@ def answers(validate: Callable[[Any], None]) -> Callable[[Any], "bool | str | No
     (yes), False (no), a root member's name (no, inside it) or None (cannot tell).
     """
     namespace = dict(validate.__globals__)  # type: ignore[attr-defined]
-    namespace["_no"] = lambda v, answer: (answer,)
+    namespace["_no"] = lambda v, answer: _Said(answer)
     exec(compile(namespace["__source__"], "<validator fast path>", "exec"), namespace)
     entry = namespace["validate"]
 
     def answer(v: Any) -> bool | str | None:
-        said = entry(v)
-        return True if said is None else said[0]
+        try:
+            entry(v)
+        except _Said as said:
+            return said.args[0]
+        return True
 
     return answer
 
@@ -431,7 +441,7 @@ def _count(value: Any) -> int:
 
 
 def generate(compiler: Any, schema: Any, walk_first: bool,
-             explain: Callable[[Any, Any], None]) -> Callable[[Any], None]:
+             explain: Callable[[Any, Any], Any]) -> Callable[[Any], None]:
     """``validate`` for a schema the compiler has just compiled (closures recorded in compiler.checks).
 
     The root's function is written as the entry itself (see _entry): nothing else

@@ -232,3 +232,29 @@ def test_validate_is_the_generated_entry_and_hands_what_it_cannot_decide_to_the_
     assert (caught.value.kind, caught.value.keyword, caught.value.instance_path) == (
         validator.EXECUTION_FAILURE, "pattern", "/s")
     assert caught.value.__context__ is None  # raised after the fast path's exception was handled, not inside it
+
+
+@pytest.mark.parametrize("dialect", [validator.CONTRACT, validator.EXTENDED])
+def test_a_no_the_closures_contradict_is_refused_as_an_execution_failure_not_let_through(dialect: str) -> None:
+    """Should the fast path ever say no where the closures accept (a bug), the call fails closed."""
+    compiled = validator.compile({"type": "object", "properties": {"n": {"type": "integer"}}}, dialect=dialect)
+    explain = compiled.validate.__globals__["_no"]
+    for verdict in (False, "n"):
+        error = explain({"n": 1}, verdict)
+        assert (error.kind, error.instance_path) == (validator.EXECUTION_FAILURE, "")
+        assert "fast path refused these arguments but its full check accepts them" in error.message
+    assert explain({"n": 1}, None) is None  # could not tell: the closures' acceptance stands
+    with pytest.raises(InputSchemaError) as caught:
+        compiled.validate({"n": "1"})
+    assert explain({"n": "1"}, "n").to_dict() == caught.value.to_dict()
+
+
+def test_a_refusal_is_raised_by_validate_itself_not_from_a_frame_below_it() -> None:
+    """The closures return the error and the generated entry raises it: one frame fewer in every traceback."""
+    compiled = validator.compile({"type": "object", "properties": {"n": {"type": "integer"}}})
+    with pytest.raises(InputSchemaError) as caught:
+        compiled.validate({"n": "1"})
+    tb = caught.value.__traceback__
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    assert tb.tb_frame.f_code is compiled.validate.__code__
