@@ -208,6 +208,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--instructions", action="store_true",
                         help="with --dataset: count instructions per instance under valgrind instead of timing")
     parser.add_argument("--passes", type=int, default=5, help="passes over each stream per count (--instructions)")
+    parser.add_argument("--peers", nargs="+", choices=list(PEERS), metavar="PEER",
+                        help="with --dataset: build and time only these peers beside ours "
+                             f"({', '.join(PEERS)}; default every installed one). What runs between our "
+                             "timings moves our mixed-stream figure (docs/validator.md)")
     parser.add_argument("--count-one", nargs=3, metavar=("CONTENDER", "PART", "PASSES"), help=argparse.SUPPRESS)
     opts = parser.parse_args(argv)
     if opts.quick:
@@ -447,9 +451,11 @@ def _stream_runner(pairs: list[tuple[Callable, Any]], errors: tuple) -> Callable
     return run
 
 
-def _contenders() -> dict[str, Callable]:
+def _contenders(peers: list[str] | None = None) -> dict[str, Callable]:
     contenders: dict[str, Callable] = {"ours": ours}
     for name, build in PEERS.items():
+        if peers is not None and name not in peers:
+            continue
         if name in ERRORS:
             contenders[name] = build
         else:
@@ -468,7 +474,7 @@ def _parts(data: dict) -> dict[str, list[tuple]]:
 def count_one(opts: argparse.Namespace, name: str, part: str, passes: str) -> int:
     """Child of --instructions: build one contender's stream for one part, run it PASSES times."""
     # Every contender is built, so that the tools a peer cannot compile are left out here as well.
-    data = build_dataset(opts.catalogs, opts.dialect, _contenders(), opts.valid_per_tool, opts.invalid_per_tool)
+    data = build_dataset(opts.catalogs, opts.dialect, _contenders(opts.peers), opts.valid_per_tool, opts.invalid_per_tool)
     items = _parts(data)[part]
     run = _stream_runner([(t["built"][name], a) for t, a, _ in items], ERRORS[name])
     for _ in range(int(passes)):
@@ -484,7 +490,8 @@ def _instructions(opts: argparse.Namespace, name: str, part: str, passes: int) -
         command = ["valgrind", "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={out}",
                    sys.executable, str(Path(__file__).resolve()), "--dialect", opts.dialect,
                    "--catalogs", str(opts.catalogs), "--valid-per-tool", str(opts.valid_per_tool),
-                   "--invalid-per-tool", str(opts.invalid_per_tool), "--count-one", name, part, str(passes)]
+                   "--invalid-per-tool", str(opts.invalid_per_tool), "--count-one", name, part, str(passes),
+                   *(["--peers", *opts.peers] if opts.peers else [])]
         done = subprocess.run(command, capture_output=True, text=True, env=dict(os.environ, PYTHONHASHSEED="0"))
         if done.returncode != 0:
             raise RuntimeError(f"{name} {part}: the counting child failed: {done.stderr.strip()[-500:]}")
@@ -497,7 +504,7 @@ def instructions_main(opts: argparse.Namespace) -> int:
         print("--instructions counts with valgrind, which is not on PATH; install it (apt-get install valgrind) "
               "or time with --dataset alone", file=sys.stderr)
         return 2
-    names = list(_contenders())
+    names = list(_contenders(opts.peers))
     print(f"python {sys.version.split()[0]}; dialect {opts.dialect}; instructions per instance under cachegrind, "
           f"{opts.passes} passes less 0 passes over each stream")
     counts: dict[tuple[str, str], float] = {}
@@ -523,7 +530,7 @@ def instructions_main(opts: argparse.Namespace) -> int:
 
 
 def dataset_main(opts: argparse.Namespace) -> int:
-    contenders = _contenders()
+    contenders = _contenders(opts.peers)
     names = list(contenders)
     data = build_dataset(opts.catalogs, opts.dialect, contenders, opts.valid_per_tool, opts.invalid_per_tool)
     parts = _parts(data)
