@@ -84,19 +84,7 @@ def _rebuild(kind: str, message: str, instance_path: str, schema_path: str, keyw
     )
 
 
-_new_exception = BaseException.__new__
-
-
-def new_error(kind: str, message: str, instance_path: str, schema_path: str, keyword: str) -> InputSchemaError:
-    """The validator's own constructor for a refused value: positional, ``kind`` already known to be valid.
-
-    Every refused call builds one, so it skips the keyword arguments and the kind
-    check of ``__init__`` (and the bound-method call a classmethod would cost).
-    """
-    error = _new_exception(InputSchemaError, message)
-    error.kind = kind
-    error.instance_path = instance_path
-    error.schema_path = schema_path
-    error.keyword = keyword
-    error.message = message
-    return error
+# The validator's own way to make a refusal (failures.Failure.to_error): every
+# refused call builds one, so it skips ``__init__``'s keyword arguments and kind
+# check; the attributes are set by the caller.
+new_exception = BaseException.__new__

@@ -11,7 +11,7 @@ container check appends its key to ``tokens`` as it returns the failure.
 
 from __future__ import annotations
 
-from .errors import EXECUTION_FAILURE, VALIDATION, InputSchemaError, escape_token, new_error, pointer
+from .errors import EXECUTION_FAILURE, VALIDATION, InputSchemaError, escape_token, new_exception, pointer
 
 _MAX_CAUSES = 5
 
@@ -58,7 +58,14 @@ class Failure:
             message = f"{where}: {self.text}"
         else:
             where, message = "", "arguments: " + self.text
-        return new_error(self.kind, message, where, self.schema_path, self.keyword)
+        # Built here rather than by a constructor call: every refused call makes one.
+        error = new_exception(InputSchemaError, message)
+        error.kind = self.kind
+        error.instance_path = where
+        error.schema_path = self.schema_path
+        error.keyword = self.keyword
+        error.message = message
+        return error
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.keyword} at {self.schema_path!r}: {self.text}>"
