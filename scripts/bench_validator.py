@@ -30,6 +30,10 @@ load on the machine (the clock also pays for cache misses, which this leaves
 out). Each count runs the part's stream twice in a child process, once with 0
 and once with N passes, and takes the difference, so building the dataset and
 compiling the schemas cancel out; hash randomisation is fixed (PYTHONHASHSEED=0).
+With --after-switch it times, instead, each library's passes over the mixed
+stream right after another library has run for 50 ms: the first pass is what a
+validator costs when other work has had the machine (as in a gate, between
+calls), and a library needs several passes to reach its steady state.
 
 Reported: the median over repeats of ns per call, and each peer's ratio to us
 (peer time / our time: above 1 means we are faster). The summary takes, for
@@ -207,6 +211,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--invalid-per-tool", type=int, default=1, help="invalid instances per tool (--dataset)")
     parser.add_argument("--instructions", action="store_true",
                         help="with --dataset: count instructions per instance under valgrind instead of timing")
+    parser.add_argument("--after-switch", action="store_true",
+                        help="with --dataset: time each library's first passes over the mixed stream right after "
+                             "another library ran (cold), against its steady state")
     parser.add_argument("--passes", type=int, default=5, help="passes over each stream per count (--instructions)")
     parser.add_argument("--peers", nargs="+", choices=list(PEERS), metavar="PEER",
                         help="with --dataset: build and time only these peers beside ours "
@@ -221,6 +228,8 @@ def main(argv: list[str] | None = None) -> int:
         return count_one(opts, *opts.count_one)
     if opts.dataset and opts.instructions:
         return instructions_main(opts)
+    if opts.dataset and opts.after_switch:
+        return after_switch_main(opts)
     if opts.dataset:
         return dataset_main(opts)
 
@@ -526,6 +535,48 @@ def instructions_main(opts: argparse.Namespace) -> int:
         print(f"{part:<10}instructions vs ours (above 1 means we execute fewer): {ratios}")
     if opts.json:
         opts.json.write_text(json.dumps({f"{p} {n}": v for (p, n), v in counts.items()}, indent=2))
+    return 0
+
+
+def after_switch_main(opts: argparse.Namespace, passes: int = 8, busy: float = 0.05) -> int:
+    """Each library's passes over the mixed stream after each other library has run for ``busy`` seconds."""
+    contenders = _contenders(opts.peers)
+    names = list(contenders)
+    data = build_dataset(opts.catalogs, opts.dialect, contenders, opts.valid_per_tool, opts.invalid_per_tool)
+    stream = _parts(data)["mixed"]
+    runs = {n: _stream_runner([(t["built"][n], a) for t, a, _ in stream], ERRORS[n]) for n in names}
+    print(f"python {sys.version.split()[0]}; dialect {opts.dialect}; {len(stream)} instances in the mixed stream; "
+          f"load average before: {Path('/proc/loadavg').read_text().strip()}")
+    print(f"µs per instance of passes 1..{passes} over the mixed stream right after another library ran for "
+          f"{busy * 1000:.0f} ms; median of {opts.repeat} repeats per pair")
+    first: dict[str, list[float]] = {n: [] for n in names}
+    steady: dict[str, list[float]] = {n: [] for n in names}
+    for who in names:
+        for other in names:
+            if other == who:
+                continue
+            rows = []
+            for _ in range(opts.repeat):
+                start = timeit.default_timer()
+                while timeit.default_timer() - start < busy:
+                    runs[other]()
+                row = []
+                for _ in range(passes):
+                    start = timeit.default_timer()
+                    runs[who]()
+                    row.append((timeit.default_timer() - start) / len(stream) * 1e6)
+                rows.append(row)
+            med = [statistics.median(r[i] for r in rows) for i in range(passes)]
+            first[who].append(med[0])
+            steady[who].append(statistics.median(med[passes // 2:]))
+            print(f"  {who:<15} after {other:<15}" + " ".join(f"{x:6.2f}" for x in med))
+    print(f"load average after: {Path('/proc/loadavg').read_text().strip()}")
+    print(f"{'':<16}{'first pass':>12}{'steady':>10}   (medians over the libraries run before it)")
+    for n in names:
+        print(f"{n:<16}{statistics.median(first[n]):>12.2f}{statistics.median(steady[n]):>10.2f}")
+    for n in names[1:]:
+        print(f"{n} / ours: first pass {statistics.median(first[n]) / statistics.median(first['ours']):.2f}x, "
+              f"steady {statistics.median(steady[n]) / statistics.median(steady['ours']):.2f}x")
     return 0
 
 
