@@ -35,7 +35,7 @@ from typing import Any, Callable, Mapping
 
 from .errors import EXECUTION_FAILURE
 from .json_values import MAX_DEPTH, NotJson, check_json, equality_key
-from .keywords import EXTENDED, TYPES
+from .keywords import EXTENDED, TYPES, type_set
 from .patterns import PatternTimeout, compile_pattern
 
 # Keywords the generator writes code for; any other asserting keyword in a schema
@@ -188,9 +188,9 @@ class Generator:
         declared = schema.get("type")
         if declared is not None:
             names = [declared] if type(declared) is str else list(declared)
-            allowed = frozenset(tp for n in names for tp in TYPES[n])
+            allowed = type_set(tp for n in names for tp in TYPES[n])
             integral_floats = "integer" in names and "number" not in names
-            exact = allowed - {float}
+            exact = type_set(allowed - {float})
             if float in allowed or integral_floats:
                 out.append(f"{pad}if {t} is float:")
                 out.append(f"{pad}    if {var} - {var} != 0: return False")

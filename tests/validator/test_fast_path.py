@@ -258,3 +258,15 @@ def test_a_refusal_is_raised_by_validate_itself_not_from_a_frame_below_it() -> N
     while tb.tb_next is not None:
         tb = tb.tb_next
     assert tb.tb_frame.f_code is compiled.validate.__code__
+
+
+def test_the_sets_of_types_a_type_check_asks_are_shared_by_every_compiled_schema() -> None:
+    """Calls to many tools take turns; one set per distinct list of types stays in the CPU's caches."""
+
+    def type_sets(compiled: CompiledSchema) -> set[int]:
+        return {id(value) for name, value in compiled.validate.__globals__.items()
+                if name.startswith("c") and type(value) is frozenset and all(isinstance(t, type) for t in value)}
+
+    one = validator.compile({"type": "object", "properties": {"x": {"type": ["integer", "null"]}}})
+    other = validator.compile({"type": "object", "properties": {"y": {"type": ["null", "integer"]}}})
+    assert type_sets(one) and type_sets(one) == type_sets(other)
