@@ -11,9 +11,14 @@ container check appends its key to ``tokens`` as it returns the failure.
 
 from __future__ import annotations
 
-from .errors import EXECUTION_FAILURE, VALIDATION, InputSchemaError, escape_token, new_exception, pointer
+from .errors import EXECUTION_FAILURE, VALIDATION, InputSchemaError, escape_token, new_exception
 
 _MAX_CAUSES = 5
+
+
+def _suffix(tokens: list[str | int]) -> str:
+    """The JSON Pointer steps of ``tokens`` (innermost first), to append to the pointer of where they start."""
+    return "".join(["/" + escape_token(token) for token in reversed(tokens)])
 
 
 class Failure:
@@ -28,36 +33,32 @@ class Failure:
         self.tokens: list[str | int] = []  # innermost first
         self.causes = causes
 
-    def location(self, prefix: tuple = ()) -> tuple:
-        return prefix + tuple(reversed(self.tokens))
+    def _render(self, where: str) -> str:
+        """The message of this failure, whose value is at the JSON Pointer ``where``.
 
-    def render(self, prefix: tuple = ()) -> str:
-        return self._render(self.location(prefix))
-
-    def _render(self, absolute: tuple) -> str:
-        where = pointer(absolute) or "arguments"
+        A cause's pointer is its parent's plus the cause's own tokens, so each
+        pointer is built once, by appending: a refused anyOf renders one per branch.
+        """
         text = self.text
         if self.causes:
-            text += " " + "; ".join(
-                f"[{i}] {c._render(absolute + tuple(reversed(c.tokens)))}" for i, c in enumerate(self.causes[:_MAX_CAUSES])
-            )
-        return f"{where}: {text}"
+            parts = []
+            for i, cause in enumerate(self.causes[:_MAX_CAUSES]):
+                tokens = cause.tokens
+                parts.append(f"[{i}] {cause._render(where + _suffix(tokens) if tokens else where)}")
+            text = f"{text} {'; '.join(parts)}"
+        return f"{where or 'arguments'}: {text}"
 
     def to_error(self) -> InputSchemaError:
-        if self.causes:
-            absolute = self.location()
-            where = pointer(absolute)
-            message = self._render(absolute)
-        elif len(self.tokens) == 1:  # the commonest case: a member of the arguments, usually needing no escape
-            token = self.tokens[0]
+        tokens = self.tokens
+        if len(tokens) == 1:  # the commonest case: a member of the arguments, usually needing no escape
+            token = tokens[0]
             where = "/" + (token if type(token) is str and "~" not in token and "/" not in token
                            else escape_token(token))
-            message = f"{where}: {self.text}"
-        elif self.tokens:  # without building tuples
-            where = "/" + "/".join([escape_token(token) for token in reversed(self.tokens)])
-            message = f"{where}: {self.text}"
+        elif tokens:
+            where = _suffix(tokens)
         else:
-            where, message = "", "arguments: " + self.text
+            where = ""
+        message = self._render(where) if self.causes else f"{where or 'arguments'}: {self.text}"
         # Built here rather than by a constructor call: every refused call makes one.
         error = new_exception(InputSchemaError, message)
         error.kind = self.kind
