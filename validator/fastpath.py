@@ -256,6 +256,11 @@ class Generator:
         # Whether every member is declared, asked in C (a non-str key is never declared):
         # the usual valid call then skips the per-member loop entirely.
         only_declared = f"{self.const(declared.issuperset)}({var})"
+        if extra is True and not ensured:
+            # The domain walk of an open object skips the members a subschema holds to the
+            # domain anyway: its own properties', and those of what applies in place.
+            covered = declared | self.in_place_names(schema, tokens)
+            names, only_declared = self.const(covered), f"{self.const(covered.issuperset)}({var})"
         if extra is False:
             out.append(f"{pad}if not {only_declared}: return False")
         elif extra is not True:
@@ -293,6 +298,36 @@ class Generator:
                 member = [line[:-5] + c if line.endswith("return False") else line for line in member]
             out.extend(member)
         return out
+
+    def in_place_names(self, schema: Mapping, tokens: tuple) -> frozenset:
+        """The property names declared by what always applies to this object's value in place.
+
+        A $ref target and allOf branches are applied to the same value, and each of
+        their declared members goes to a subschema that holds it to the JSON domain
+        (properties' subschemas are never compiled as ensured), so the open object's
+        own domain walk need not cover those members again; without this a chain of
+        $refs walked every member once per link. anyOf and oneOf branches are left
+        out: a member only a losing branch declares is checked by nothing.
+        """
+        names: set[str] = set()
+        pending: list[tuple[Any, tuple]] = [(schema, tokens)]
+        seen: set[tuple] = set()
+        while pending:
+            node, where = pending.pop()
+            if where in seen or not isinstance(node, Mapping):
+                continue
+            seen.add(where)
+            if node is not schema:
+                props = node.get("properties")
+                if isinstance(props, Mapping):
+                    names.update(props)
+            ref = self.compiler.ref_targets.get(where + ("$ref",)) if "$ref" in node else None
+            if ref is not None:
+                pending.append((ref[1], ref[0]))
+            branches = node.get("allOf")
+            if isinstance(branches, list):
+                pending.extend((branch, where + ("allOf", i)) for i, branch in enumerate(branches))
+        return frozenset(names)
 
     def array_checks(self, schema: Mapping, tokens: tuple, ensured: bool, var: str, ind: int) -> list[str]:
         pad, out = "    " * ind, []

@@ -270,3 +270,45 @@ def test_the_sets_of_types_a_type_check_asks_are_shared_by_every_compiled_schema
     one = validator.compile({"type": "object", "properties": {"x": {"type": ["integer", "null"]}}})
     other = validator.compile({"type": "object", "properties": {"y": {"type": ["null", "integer"]}}})
     assert type_sets(one) and type_sets(one) == type_sets(other)
+
+
+def test_an_open_object_under_a_ref_walks_only_the_members_no_applied_schema_declares() -> None:
+    """A chain of $refs (and allOf) must not walk every member once per link to hold it to the JSON domain."""
+    schema = {
+        "type": "object",
+        "properties": {"settings": {"$ref": "#/$defs/Settings"}},
+        "$defs": {
+            "Settings": {"type": "object", "properties": {"doc": {"$ref": "#/$defs/Doc"}},
+                         "allOf": [{"properties": {"calc": {"type": "object"}}}]},
+            "Doc": {"type": "object", "properties": {"title": {"type": "string"}, "tags": {"type": "array"}}},
+        },
+    }
+    compiled = validator.compile(schema, dialect=validator.EXTENDED)
+    closures = CompiledSchema(schema, validator.EXTENDED, compiled._check, walk_first=compiled._walk_first)
+    namespace = compiled.validate.__globals__
+    walked: list[Any] = []
+    member_is_json = namespace["_member_is_json"]
+
+    def counting(value: Any) -> bool:
+        walked.append(value)
+        return member_is_json(value)
+
+    namespace["_member_is_json"] = counting
+    try:
+        declared_only = {"settings": {"doc": {"title": "t", "tags": [["deep"]]}, "calc": {"mode": {"x": 1}}}}
+        compiled.validate(declared_only)
+        assert walked == [{"x": 1}]  # calc's own open member: undeclared there, so walked once
+        walked.clear()
+        compiled.validate({"settings": {"doc": {"title": "t", "extra": {"k": [1]}}, "other": [{"z": None}]}})
+        assert sorted(map(repr, walked)) == ["[{'z': None}]", "{'k': [1]}"]  # each undeclared member once
+        # Non-JSON values anywhere are still refused, by both paths alike.
+        for bad in ({"settings": {"doc": {"tags": [float("nan")]}}},
+                    {"settings": {"doc": {"extra": (1,)}}},
+                    {"settings": {"calc": {"mode": {1: "non-str key"}}}},
+                    {"settings": {"other": {"k": float("inf")}}}):
+            expected = _closure_verdict(closures, bad)
+            assert expected is not None, bad
+            assert answers(compiled.validate)(bad) in (False, "settings"), bad
+            assert _closure_verdict(compiled, bad) == expected
+    finally:
+        namespace["_member_is_json"] = member_is_json
