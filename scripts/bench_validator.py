@@ -23,7 +23,9 @@ fixtures/catalogs/: for every tool our validator supports under the dialect (and
 every peer compiles), valid and invalid arguments generated deterministically
 from the schema (seeded by the tool's name), labelled by our validator, shuffled
 into one stream. It reports µs per instance over the mix, over its valid and
-over its invalid part, with min/median/max over interleaved repeats. With
+over its invalid part, with min/median/max over interleaved repeats (the
+order of the timings shuffled anew each repeat, so that no library always
+runs right after the same other one). With
 --instructions it counts instead, under valgrind's cachegrind, the instructions
 each library executes per instance of each part: exact and unmoved by other
 load on the machine (the clock also pays for cache misses, which this leaves
@@ -161,15 +163,28 @@ def _calibrate(timer: timeit.Timer, target_seconds: float) -> int:
     return max(1, int(number * target_seconds / max(elapsed, 1e-9)))
 
 
+def _turns(keys: list, repeat: int) -> list:
+    """The order of one repeat's timings: shuffled anew each repeat (seeded by its index).
+
+    A timing right after another library's pays for that library's traces in
+    the caches and the heap; jsonschema's, the heaviest, made our timing after
+    it about a fifth slower on the mixed stream (docs/validator.md). In a fixed order
+    the same contender would always follow it.
+    """
+    order = list(keys)
+    random.Random(repeat).shuffle(order)
+    return order
+
+
 def time_per_call(runs: dict[str, Callable[[], None]], calls_per_run: int, repeat: int,
                   target_seconds: float) -> dict[str, float]:
     """Median ns per call for each contender; repeats are interleaved so load changes hit all alike."""
     timers = {name: timeit.Timer(run) for name, run in runs.items()}
     numbers = {name: _calibrate(timer, target_seconds) for name, timer in timers.items()}
     samples: dict[str, list[float]] = {name: [] for name in runs}
-    for _ in range(repeat):
-        for name, timer in timers.items():
-            samples[name].append(timer.timeit(numbers[name]) / (numbers[name] * calls_per_run) * 1e9)
+    for r in range(repeat):
+        for name in _turns(list(timers), r):
+            samples[name].append(timers[name].timeit(numbers[name]) / (numbers[name] * calls_per_run) * 1e9)
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
@@ -604,10 +619,10 @@ def dataset_main(opts: argparse.Namespace) -> int:
             timers[(part, name)] = timer = timeit.Timer(run)
             numbers[(part, name)] = _calibrate(timer, opts.target)
     samples: dict[tuple[str, str], list[float]] = {key: [] for key in timers}
-    for _ in range(opts.repeat):  # interleaved: a load change hits every contender alike
-        for key, timer in timers.items():
+    for r in range(opts.repeat):  # interleaved: a load change hits every contender alike
+        for key in _turns(list(timers), r):
             n = numbers[key]
-            samples[key].append(timer.timeit(n) / (n * len(parts[key[0]])) * 1e6)
+            samples[key].append(timers[key].timeit(n) / (n * len(parts[key[0]])) * 1e6)
     print(f"load average after: {Path('/proc/loadavg').read_text().strip()}")
     print(f"µs per instance, median [min–max] of {opts.repeat} interleaved repeats; ratio = peer / ours on the medians")
     head = f"{'':<10}" + "".join(f"{n:>26}" for n in names)
