@@ -4,7 +4,9 @@ A minimal line-level JSON-RPC client (no SDK client overhead on the measuring
 side) drives, over real pipes:
   direct   - the benchmark upstream server (the SDK's lowlevel Server on stdio)
   proxied  - `python -m proxy -- <the same server>`
-and, through the proxy, calls the gate rejects (they never reach the server).
+and, through the proxy, calls the gate rejects (they never reach the server);
+  relay    - a byte-copying relay on uvloop (RELAY below; --no-relay leaves it out): what any
+             relay in a process of its own costs, the floor under the gate's added latency and CPU
 Calls are sequential (one in flight), after a warm-up. Prints median and p99
 in milliseconds and the ratios, and the gate's own CPU time per call (user +
 system of the gate process, read from /proc/PID/stat around the measured
@@ -58,6 +60,35 @@ async def main():
     async with stdio_server() as (r, w):
         await server.run(r, w, server.create_initialization_options())
 anyio.run(main)
+'''
+
+
+# The floor of any relay in its own process: bytes copied between the pipes as they arrive,
+# on uvloop (as the gate runs), no parsing, no checks. What a relay adds that this one adds
+# too is the price of a second process on the path (two more pipe hops and wake-ups).
+RELAY = r'''
+import asyncio, os, subprocess, sys
+async def main():
+    loop = asyncio.get_running_loop()
+    child = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+    done = loop.create_future()
+    class Copy(asyncio.Protocol):
+        def __init__(self, out): self.out = out
+        def data_received(self, data): self.out.write(data)
+        def connection_lost(self, exc):
+            if not done.done(): done.set_result(None)
+    to_client, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(1, "wb", 0))
+    to_child, _ = await loop.connect_write_pipe(asyncio.Protocol, child.stdin)
+    await loop.connect_read_pipe(lambda: Copy(to_child), os.fdopen(0, "rb", 0))
+    await loop.connect_read_pipe(lambda: Copy(to_client), child.stdout)
+    await done
+    child.stdin.close()
+    child.wait()
+try:
+    import uvloop
+    uvloop.run(main())
+except ImportError:
+    asyncio.run(main())
 '''
 
 
@@ -181,6 +212,8 @@ def main() -> int:
                         help="run the HTTP listen-mode benchmark instead (scripts/bench_proxy_http.py: req/s at "
                         "concurrency 1, 16, 64, direct vs gate vs FastMCP's proxy and mcp-proxy); "
                         "the remaining arguments go to it")
+    parser.add_argument("--no-relay", action="store_true",
+                        help="leave out the byte-copying relay (the floor of any relay in a process of its own)")
     parser.add_argument("--baseline-ref", metavar="REF",
                         help="also run the gate of git commit REF (from a git worktree), interleaved, for comparison")
     args = parser.parse_args()
@@ -194,6 +227,8 @@ def main() -> int:
     proxied_cmd = [sys.executable, "-m", "proxy", "--quiet", *args.gate_option, "--", *server]
     # (label, command, tree it runs from); a gate's label also names its rejected calls ("rejected" + suffix).
     sides: list[tuple[str, list[str], Path]] = [("direct", server, ROOT), ("proxied", proxied_cmd, ROOT)]
+    if not args.no_relay:
+        sides.append(("relay", [sys.executable, "-c", RELAY, *server], ROOT))
     if args.baseline_ref:
         sides.append(("baseline", proxied_cmd, baseline_tree(args.baseline_ref)))
 
@@ -213,7 +248,10 @@ def main() -> int:
                 clients[label] = client = LineClient(command, root)
                 client.start()
                 measure(client, {"text": "hello"}, 0, args.warmup, False)
-                if label != "direct":
+                if label == "relay":
+                    cpu.setdefault(label, []).append(0.0)
+                    run.setdefault(label, []).append(0.0)
+                elif label != "direct":
                     measure(client, {"text": ""}, 0, args.warmup, True)
                     for name in (label, rejected_label(label)):
                         cpu.setdefault(name, []).append(0.0)
@@ -231,6 +269,7 @@ def main() -> int:
                     if gate:
                         run[label][-1] += spent.pop()
                         cpu[label][-1] += spent.pop()
+                    if gate and label != "relay":  # the relay checks nothing: every call reaches the server
                         results.setdefault(rejected_label(label), []).extend(measure(
                             client, {"text": ""}, block, 0, True, spent))
                         run[rejected_label(label)][-1] += spent.pop()
@@ -259,6 +298,14 @@ def main() -> int:
         report["baseline_added_median_ms"] = baseline["median_ms"] - direct["median_ms"]
         report["cpu_ratio_vs_baseline"] = proxied["cpu_us_per_call"] / baseline["cpu_us_per_call"]
         report["schedstat_ratio_vs_baseline"] = proxied["schedstat_us_per_call"] / baseline["schedstat_us_per_call"]
+    if "relay" in report:
+        relay = report["relay"]
+        report["relay_added_median_ms"] = relay["median_ms"] - direct["median_ms"]
+        report["cpu_over_relay_us_per_call"] = proxied["cpu_us_per_call"] - relay["cpu_us_per_call"]
+        report["schedstat_over_relay_us_per_call"] = proxied["schedstat_us_per_call"] - relay["schedstat_us_per_call"]
+        if args.baseline_ref:
+            report["baseline_schedstat_over_relay_us_per_call"] = (report["baseline"]["schedstat_us_per_call"]
+                                                                   - relay["schedstat_us_per_call"])
     report["load_average_after"] = load_after
     if args.json:
         print(json.dumps(report, indent=2))
@@ -268,6 +315,8 @@ def main() -> int:
           f"({args.rounds} rounds, sides taking turns every {args.block} calls)")
     print(f"{'':26}{'median ms':>10}{'p99 ms':>10}{'gate CPU us/call':>18}{'schedstat':>11}  (stat, per round)")
     rows = [("direct", "direct"), ("proxied", "through the proxy"), ("rejected", "rejected by the gate")]
+    if "relay" in report:
+        rows.append(("relay", "through a byte relay"))
     if args.baseline_ref:
         rows += [("baseline", f"through {args.baseline_ref}"),
                  ("rejected-baseline", f"rejected by {args.baseline_ref}")]
@@ -279,6 +328,12 @@ def main() -> int:
             cpu_text = f"{row['cpu_us_per_call']:>18.1f}{row['schedstat_us_per_call']:>11.1f}  ({spread})"
         print(f"{title:26}{row['median_ms']:>10.3f}{row['p99_ms']:>10.3f}{cpu_text}")
     print(f"added median latency: {report['added_median_ms']:.3f} ms")
+    if "relay" in report:
+        print(f"added median latency of the byte relay: {report['relay_added_median_ms']:.3f} ms")
+        print(f"gate CPU per forwarded call beyond the byte relay's: {report['cpu_over_relay_us_per_call']:.1f} us "
+              f"(schedstat: {report['schedstat_over_relay_us_per_call']:.1f} us)"
+              + (f"; {args.baseline_ref}'s: {report['baseline_schedstat_over_relay_us_per_call']:.1f} us (schedstat)"
+                 if args.baseline_ref else ""))
     if args.baseline_ref:
         print(f"added median latency of {args.baseline_ref}: {report['baseline_added_median_ms']:.3f} ms")
         print(f"gate CPU per forwarded call against {args.baseline_ref}: {report['cpu_ratio_vs_baseline']:.2f}x "
