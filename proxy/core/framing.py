@@ -27,19 +27,19 @@ MAX_LINE_BYTES = 64 * 1024 * 1024
 TOO_LARGE = b"\x00 message too large"  # stands for a line over MAX_LINE_BYTES: answered as unreadable
 
 
-class LineReader(asyncio.StreamReader):
-    """A StreamReader that cuts lines as the bytes arrive, so taking the next line is a deque pop.
+class LineReader(asyncio.Protocol):
+    """A read pipe's protocol that cuts lines as the bytes arrive, so taking the next line is a deque pop.
 
-    asyncio's protocols feed it as they feed any StreamReader (feed_data,
-    feed_eof, set_exception); `next_line` replaces readuntil, which searches
-    and copies a shared buffer for every line (see docs/performance.md). A
-    line over the limit is replaced by TOO_LARGE and the rest of it, up to
-    its newline, is dropped. Reading pauses while more than twice the limit
-    is queued, as StreamReader's does.
+    The pipe transport calls it directly (no StreamReaderProtocol and
+    StreamReader between them: two more Python calls and a buffer per chunk);
+    `next_line` replaces readuntil, which searches and copies a shared buffer
+    for every line (see docs/performance.md). A line over the limit is
+    replaced by TOO_LARGE and the rest of it, up to its newline, is dropped.
+    Reading pauses while more than twice the limit is queued, as
+    StreamReader's does.
     """
 
     def __init__(self, limit: int = MAX_LINE_BYTES) -> None:
-        super().__init__(limit=limit)
         self._max = limit
         self._lines: deque[bytes] = deque()
         self._queued = 0  # bytes in _lines
@@ -52,11 +52,10 @@ class LineReader(asyncio.StreamReader):
         self._pipe: Any = None
         self._reading_paused = False
 
-    def set_transport(self, transport: Any) -> None:
-        super().set_transport(transport)
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._pipe = transport
 
-    def feed_data(self, data: bytes) -> None:
+    def data_received(self, data: bytes) -> None:
         if not data:
             return
         start = 0
@@ -107,17 +106,22 @@ class LineReader(asyncio.StreamReader):
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    def feed_eof(self) -> None:
-        super().feed_eof()
+    def eof_received(self) -> None:
+        self._end()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if exc is not None and not self._ended:
+            self._failure = exc
+            self._wake()
+        self._end()
+
+    def _end(self) -> None:
+        if self._ended:
+            return
         if self._partial and not self._dropping and self._partial.strip():
             self._push(bytes(self._partial))  # a last line without a newline
             self._partial.clear()
         self._ended = True
-        self._wake()
-
-    def set_exception(self, exc: BaseException) -> None:
-        super().set_exception(exc)
-        self._failure = exc
         self._wake()
 
     async def next_line(self) -> bytes:
@@ -151,23 +155,14 @@ class PipeReadStream:
     worker thread would keep the proxy alive after the upstream died).
     """
 
-    def __init__(self, reader: asyncio.StreamReader | None, in_file: Any, *, strict: bool) -> None:
+    def __init__(self, reader: LineReader | None, in_file: Any, *, strict: bool) -> None:
         self._reader = reader
         self._file = in_file
         self._strict = strict  # the client's side: the wire rule applies (jsonrpc.strict_loads)
 
     async def _read_line(self) -> bytes:
-        if isinstance(self._reader, LineReader):
-            return await self._reader.next_line()
         if self._reader is not None:
-            try:
-                return await self._reader.readuntil(b"\n")
-            except asyncio.IncompleteReadError as exc:
-                return exc.partial  # a last line without a newline, or b"" at EOF
-            except (asyncio.LimitOverrunError, ValueError):
-                # Over MAX_LINE_BYTES: drop what is buffered and answer like any unreadable frame.
-                await self._reader.read(MAX_LINE_BYTES)
-                return TOO_LARGE
+            return await self._reader.next_line()
         # A regular file (`< requests.jsonl`) cannot block forever, so a thread is fine.
         return await anyio.to_thread.run_sync(self._file.readline)
 
@@ -183,7 +178,7 @@ class PipeReadStream:
 
     async def __anext__(self) -> SessionMessage | Exception:
         reader = self._reader
-        if type(reader) is LineReader:  # receive() without its layers: this runs for every message
+        if reader is not None:  # receive() without its layers: this runs for every message
             while line := await reader.next_line():
                 item = parse_line(line, strict=self._strict)
                 if item is not None:

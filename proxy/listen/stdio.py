@@ -54,11 +54,11 @@ async def client_stdio(stdin_fd: int = 0, stdout_fd: int = 1) -> AsyncIterator[S
     out_fd = _claim_fd(stdout_fd, "stderr")
     in_file = os.fdopen(in_fd, "rb", buffering=0)
     out_file = os.fdopen(out_fd, "wb", buffering=0)
-    reader: asyncio.StreamReader | None = None
+    reader: LineReader | None = None
     read_transport: asyncio.BaseTransport | None = None
     if _is_pipe_like(in_fd):
         reader = LineReader()
-        read_transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), in_file)
+        read_transport, _ = await loop.connect_read_pipe(lambda: reader, in_file)
     writer: asyncio.StreamWriter | None = None
     if _is_pipe_like(out_fd):
         transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, out_file)

@@ -76,7 +76,7 @@ async def upstream_stdio(command: list[str], cwd: str | None = None) -> AsyncIte
     writer: asyncio.StreamWriter | None = None
     try:
         read_transport, _ = await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(from_child, "rb", buffering=0))
+            lambda: reader, os.fdopen(from_child, "rb", buffering=0))
         transport, protocol = await loop.connect_write_pipe(
             asyncio.streams.FlowControlMixin, os.fdopen(to_child, "wb", buffering=0))
         writer = asyncio.StreamWriter(transport, protocol, None, loop)

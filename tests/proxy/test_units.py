@@ -277,3 +277,64 @@ def test_the_gate_s_own_refusal_goes_out_without_an_sdk_model() -> None:
     line = dump(message)
     assert json.loads(line) == {"jsonrpc": "2.0", "id": 7, "result": payload} and line.endswith(b"\n")
     assert message._model is None  # writing it built none either
+
+
+class _FakePipe:
+    """The transport side a LineReader talks to: only flow control."""
+
+    def __init__(self) -> None:
+        self.paused = False
+        self.pauses = 0
+
+    def pause_reading(self) -> None:
+        self.paused, self.pauses = True, self.pauses + 1
+
+    def resume_reading(self) -> None:
+        self.paused = False
+
+
+async def _lines_of(reader: Any) -> list[bytes]:
+    lines = []
+    while line := await reader.next_line():
+        lines.append(line.rstrip(b"\n"))
+    return lines
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines=st.lists(st.binary(max_size=12).map(lambda b: b.replace(b"\n", b"")), max_size=8),
+       cuts=st.lists(st.integers(0, 120), max_size=10), last_newline=st.booleans(), limit=st.sampled_from([5, 8, 1000]))
+def test_the_line_reader_yields_the_same_lines_however_the_pipe_cuts_the_bytes(
+        lines: list[bytes], cuts: list[int], last_newline: bool, limit: int) -> None:
+    from proxy.core.framing import TOO_LARGE, LineReader
+
+    stream = b"\n".join(lines) + (b"\n" if last_newline and lines else b"")
+    reader = LineReader(limit)
+    reader.connection_made(_FakePipe())  # type: ignore[arg-type]
+    edges = sorted({c for c in cuts if 0 < c < len(stream)})
+    for start, end in zip([0, *edges], [*edges, len(stream)]):
+        reader.data_received(stream[start:end])
+    reader.eof_received()
+    reader.connection_lost(None)
+    # A line over the limit is one TOO_LARGE in its place. Blank lines may come through or not
+    # (parse_line skips them), so they are left out on both sides.
+    got = [line for line in anyio.run(_lines_of, reader) if line.strip()]
+    expected = [TOO_LARGE if len(line) > limit else line for line in lines]
+    assert got == [line for line in expected if line.strip()]
+
+
+async def test_the_line_reader_pauses_the_pipe_while_too_much_is_queued_and_ends_with_the_pipe_s_error() -> None:
+    from proxy.core.framing import LineReader
+
+    pipe = _FakePipe()
+    reader = LineReader(4)
+    reader.connection_made(pipe)  # type: ignore[arg-type]
+    reader.data_received(b"aaa\nbbb\nccc\n")  # 9 bytes queued, over twice the limit
+    assert pipe.paused and pipe.pauses == 1
+    assert await reader.next_line() == b"aaa"
+    assert pipe.paused  # 6 bytes still queued: reading resumes only at the limit or below
+    assert await reader.next_line() == b"bbb"
+    assert not pipe.paused
+    reader.connection_lost(BrokenPipeError("gone"))
+    assert await reader.next_line() == b"ccc"  # what was read before the error is still delivered
+    with pytest.raises(BrokenPipeError):
+        await reader.next_line()
