@@ -205,6 +205,8 @@ class PipeWriteStream:
 
     def __init__(self, writer: asyncio.StreamWriter | None, out_file: Any) -> None:
         self._writer = writer
+        # Written to directly: StreamWriter.write only forwards to it, a Python call per message.
+        self._transport = writer.transport if writer is not None else None
         self._file = out_file
         self._lock = anyio.Lock()
         self._closed = False
@@ -214,13 +216,13 @@ class PipeWriteStream:
             raise anyio.ClosedResourceError
         data = dump(message)
         try:
-            if self._writer is not None:
-                self._writer.write(data)
-                transport = self._writer.transport
+            transport = self._transport
+            if transport is not None:
+                transport.write(data)
                 # drain() only waits when the pipe is full or closing; skipping the call otherwise saves a
                 # coroutine per message.
                 if transport.is_closing() or transport.get_write_buffer_size():
-                    await self._writer.drain()
+                    await self._writer.drain()  # type: ignore[union-attr]
             else:
                 async with self._lock:
                     await anyio.to_thread.run_sync(self._file.write, data)
