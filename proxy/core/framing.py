@@ -58,6 +58,11 @@ class LineReader(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if not data:
             return
+        size = len(data)
+        if data[-1] == 10 and not (self._partial or self._dropping) and size <= self._max and \
+                data.find(b"\n") == size - 1:
+            self._push(data)  # the usual chunk: exactly one whole line, kept without a copy
+            return
         start = 0
         if self._partial or self._dropping:
             newline = data.find(b"\n")
@@ -73,13 +78,10 @@ class LineReader(asyncio.Protocol):
             start = newline + 1
         end = data.rfind(b"\n") + 1
         if end > start:
-            if start == 0 and end == len(data) and data.find(b"\n") == end - 1 and end <= self._max:
-                self._push(data)  # the usual chunk: exactly one whole line, kept without a copy
-            else:
-                for line in data[start:end - 1].split(b"\n"):
-                    if line:  # a blank line is nothing; b"" is the end of the stream to next_line's caller
-                        self._push(line)
-        if end < len(data):
+            for line in data[start:end - 1].split(b"\n"):
+                if line:  # a blank line is nothing; b"" is the end of the stream to next_line's caller
+                    self._push(line)
+        if end < size:
             self._hold(data[max(start, end):])
 
     def _hold(self, data: bytes) -> None:

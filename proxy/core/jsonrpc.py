@@ -345,7 +345,7 @@ def _tally(value: Any, plain: bool) -> int:
     """
     kind = type(value)
     if kind is str:
-        return value.count(":")
+        return value.count(":") if ":" in value else 0
     if kind is dict:
         count = len(value)
         if count:
@@ -360,7 +360,8 @@ def _tally(value: Any, plain: bool) -> int:
                           and len({name.lower() for name in value}) == count):
                     if len({fold(name) for name in value}) != count:
                         return -1
-            count += names.count(":")
+            if ":" in names:
+                count += names.count(":")
         items: Any = value.values()
     elif kind is list:
         count, items = 0, value
@@ -369,7 +370,8 @@ def _tally(value: Any, plain: bool) -> int:
     for item in items:
         kind = type(item)
         if kind is str:
-            count += item.count(":")
+            if ":" in item:  # str.count parses its arguments the slow way on 3.11; `in` does not
+                count += item.count(":")
         elif kind is dict or kind is list:
             sub = _tally(item, plain)
             if sub < 0:
@@ -521,7 +523,7 @@ def parse_line(line: str | bytes, *, strict: bool = True) -> SessionMessage | Ex
     if not line.strip():
         return None
     if isinstance(line, bytes):
-        raw = line if line.endswith(b"\n") else line + b"\n"
+        raw = line if line[-1:] == b"\n" else line + b"\n"  # not endswith: on 3.11 it parses its arguments slowly
         if strict:
             value = _checked(line)
             if isinstance(value, WireError):
