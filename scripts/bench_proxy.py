@@ -21,6 +21,7 @@ round.
 
     .venv/bin/python scripts/bench_proxy.py [--calls 2000] [--warmup 200] [--json]
     .venv/bin/python scripts/bench_proxy.py --calls 1500 --warmup 200 --rounds 3 --baseline-ref bd7450d
+    .venv/bin/python scripts/bench_proxy.py --instructions [--baseline-ref REF]   (cachegrind counts per call)
     .venv/bin/python scripts/bench_proxy.py --structured --gate-option=--check-output=warn   (gate options, outputs)
     .venv/bin/python scripts/bench_proxy.py --http [--duration 3] [--mcp-proxy PATH]   (HTTP listen mode)
 """
@@ -30,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -193,6 +195,46 @@ def stats(samples: list[float]) -> dict[str, float]:
     return {"median_ms": statistics.median(ordered), "p99_ms": ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]}
 
 
+def instructions(command: list[str], root: Path, calls: int) -> int:
+    """Instructions the process of COMMAND executes under cachegrind: start-up, 100 calls, CALLS calls, exit."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "cachegrind.out"
+        client = LineClient(["valgrind", "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={out}",
+                             *command], root)
+        try:
+            client.start()
+            measure(client, {"text": "hello"}, calls, 100, False)
+        finally:
+            client.close()
+        return int(next(line for line in out.read_text().splitlines() if line.startswith("summary:")).split()[1])
+
+
+def instructions_main(args: argparse.Namespace) -> int:
+    """Instructions per forwarded call: each side run twice (300 and 1,300 calls), the difference over 1,000."""
+    if shutil.which("valgrind") is None:
+        raise SystemExit("--instructions counts with valgrind, which is not on PATH (apt-get install valgrind)")
+    os.environ["PYTHONHASHSEED"] = "0"  # the same dictionary layouts in every run
+    server = [sys.executable, "-c", SERVER]
+    gate = [sys.executable, "-m", "proxy", "--quiet", *args.gate_option, "--", *server]
+    sides = [("this tree", gate, ROOT)]
+    if args.baseline_ref:
+        sides.append((args.baseline_ref, gate, baseline_tree(args.baseline_ref)))
+    if not args.no_relay:
+        sides.append(("byte relay", [sys.executable, "-c", RELAY, *server], ROOT))
+    report = {}
+    for label, command, root in sides:
+        few, many = (instructions(command, root, n) for n in (300, 1300))
+        report[label] = (many - few) / 1000
+        if not args.json:
+            print(f"{label:>14} {report[label]:>12,.0f} instructions per forwarded call", flush=True)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    elif args.baseline_ref:
+        print(f"this tree's gate executes {report['this tree'] / report[args.baseline_ref]:.3f}x "
+              f"the instructions per call of {args.baseline_ref}'s")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calls", type=int, default=2000)
@@ -212,6 +254,9 @@ def main() -> int:
                         help="run the HTTP listen-mode benchmark instead (scripts/bench_proxy_http.py: req/s at "
                         "concurrency 1, 16, 64, direct vs gate vs FastMCP's proxy and mcp-proxy); "
                         "the remaining arguments go to it")
+    parser.add_argument("--instructions", action="store_true",
+                        help="count instead the instructions each gate (and the byte relay) executes per forwarded "
+                        "call, under valgrind's cachegrind: exact where CPU time on a shared machine is not")
     parser.add_argument("--no-relay", action="store_true",
                         help="leave out the byte-copying relay (the floor of any relay in a process of its own)")
     parser.add_argument("--baseline-ref", metavar="REF",
@@ -219,6 +264,8 @@ def main() -> int:
     args = parser.parse_args()
     if args.http is not None:
         return subprocess.call([sys.executable, str(Path(__file__).with_name("bench_proxy_http.py")), *args.http])
+    if args.instructions:
+        return instructions_main(args)
     if args.bare_upstream:
         os.environ["BENCH_BARE_UPSTREAM"] = "1"
     if args.structured:
