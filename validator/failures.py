@@ -11,14 +11,9 @@ container check appends its key to ``tokens`` as it returns the failure.
 
 from __future__ import annotations
 
-from .errors import EXECUTION_FAILURE, VALIDATION, InputSchemaError, escape_token, new_exception
+from .errors import EXECUTION_FAILURE, VALIDATION, InputSchemaError, escape_token, new_exception, pointer
 
 _MAX_CAUSES = 5
-
-
-def _suffix(tokens: list[str | int]) -> str:
-    """The JSON Pointer steps of ``tokens`` (innermost first), to append to the pointer of where they start."""
-    return "".join(["/" + escape_token(token) for token in reversed(tokens)])
 
 
 class Failure:
@@ -43,8 +38,8 @@ class Failure:
         if self.causes:
             parts = []
             for i, cause in enumerate(self.causes[:_MAX_CAUSES]):
-                tokens = cause.tokens
-                parts.append(f"[{i}] {cause._render(where + _suffix(tokens) if tokens else where)}")
+                tokens = cause.tokens  # usually none: a branch that failed on the value itself
+                parts.append(f"[{i}] {cause._render(where + pointer(reversed(tokens)) if tokens else where)}")
             text = f"{text} {'; '.join(parts)}"
         return f"{where or 'arguments'}: {text}"
 
@@ -55,7 +50,7 @@ class Failure:
             where = "/" + (token if type(token) is str and "~" not in token and "/" not in token
                            else escape_token(token))
         elif tokens:
-            where = _suffix(tokens)
+            where = pointer(reversed(tokens))
         else:
             where = ""
         message = self._render(where) if self.causes else f"{where or 'arguments'}: {self.text}"

@@ -252,15 +252,14 @@ class Generator:
         extra_key = next((k for k in ("additionalProperties", "additional_properties") if k in schema), None)
         extra = schema[extra_key] if extra_key is not None else True
         declared = frozenset(props)
+        if extra is True and not ensured:
+            # The domain walk of an open object skips the members a subschema holds to the
+            # domain anyway: its own properties', and those of what applies in place.
+            declared |= self.in_place_names(schema, tokens)
         names = self.const(declared)
         # Whether every member is declared, asked in C (a non-str key is never declared):
         # the usual valid call then skips the per-member loop entirely.
         only_declared = f"{self.const(declared.issuperset)}({var})"
-        if extra is True and not ensured:
-            # The domain walk of an open object skips the members a subschema holds to the
-            # domain anyway: its own properties', and those of what applies in place.
-            covered = declared | self.in_place_names(schema, tokens)
-            names, only_declared = self.const(covered), f"{self.const(covered.issuperset)}({var})"
         if extra is False:
             out.append(f"{pad}if not {only_declared}: return False")
         elif extra is not True:
