@@ -30,7 +30,6 @@ import urllib.request
 from urllib.parse import urlsplit
 
 import anyio
-import anyio.abc
 import httpx2
 import mcp_types as types
 from httpx2 import EventSource, ServerSentEvent
@@ -51,6 +50,7 @@ from pydantic import ValidationError
 
 from proxy.core.jsonrpc import PROTOCOL_VERSION_META_KEY, Frame, dump, envelope_of, json_frame, meta_of
 from proxy.core.streams import MailboxSender, StreamPair, WatchedReader, mailbox
+from proxy.core.tasks import Spawner
 from proxy.upstream.http_client import http_client
 from proxy.upstream.post_pool import CONNECT_TIMEOUT, HTTPError, PostPool
 from proxy.upstream.post_pool import eligible as lean_posts_for
@@ -288,12 +288,12 @@ class _TaggingTransport(StreamableHTTPTransport):
                 )
 
     def dispatch(self, frame: Frame, headers: dict[str, str], client: Any, read_stream_writer: Any,
-                 tg: anyio.abc.TaskGroup) -> bool:
+                 tasks: Spawner) -> bool:
         """Start the POST of a request the relay forwarded, without `post_writer`; False when it must go there.
 
         For a request other than `initialize`, over the lean pool, this is
         `post_writer`'s request branch: record the stamped protocol version
-        and run `_handle_post_request` in a task of its own. At 2026-07-28 the
+        and run `_handle_post_request` in a task of its own (a `Spawner` task). At 2026-07-28 the
         POST runs inside an abort scope registered as `post_writer` registers
         it, since closing the POST is how a request is cancelled there (and a
         reused id cuts its predecessor short). Before 2026-07-28 the scope has
@@ -313,16 +313,14 @@ class _TaggingTransport(StreamableHTTPTransport):
                              session_message=Frame("request", frame.value, metadata=metadata), metadata=metadata,
                              read_stream_writer=read_stream_writer)
         if self._protocol_version_header not in MODERN_PROTOCOL_VERSIONS:
-            # Named here: without a name anyio works one out from the callable for every task.
-            tg.start_soon(self._handle_post_request, ctx, name="upstream POST")
+            tasks.start_soon(self._handle_post_request, ctx)
             return True
         post = _InFlightPost(scope=anyio.CancelScope(), modern=True)
         superseded = self._in_flight_posts.get(frame.id)
         if superseded is not None:
             superseded.scope.cancel()
         self._in_flight_posts[frame.id] = post
-        tg.start_soon(self._run_request_post, functools.partial(self._handle_post_request, ctx), post, frame.id,
-                      name="upstream POST")
+        tasks.start_soon(self._run_request_post, functools.partial(self._handle_post_request, ctx), post, frame.id)
         return True
 
     async def _post_lean(self, ctx, pool: PostPool) -> None:
@@ -447,9 +445,12 @@ async def _streamable_http(url: str, headers: dict[str, str] | None) -> AsyncIte
                 transport.post_writer, client, write_stream_reader, read_stream_writer, write_stream,
                 start_get_stream, tg,
             )
+            # The request POSTs `dispatch` starts, a task each: plain asyncio tasks owned by this group.
+            posts = Spawner()
+            await tg.start(posts.run)
             try:
                 yield read_stream, write_stream, functools.partial(
-                    transport.dispatch, client=client, read_stream_writer=read_stream_writer, tg=tg)
+                    transport.dispatch, client=client, read_stream_writer=read_stream_writer, tasks=posts)
             finally:
                 if transport.session_id:
                     with anyio.move_on_after(5, shield=True):
