@@ -13,9 +13,15 @@ the scrape without bound.
 
 from __future__ import annotations
 
+import math
 import threading
-from collections.abc import Container
-from typing import Any
+import time
+from bisect import bisect_left
+from collections.abc import Callable, Container, Iterable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # prometheus_client is imported only when metrics are on
+    from prometheus_client.metrics_core import Metric
 
 PREFIX = "mcp_schema_gate"
 MAX_TOOL_LABELS = 1000
@@ -54,7 +60,7 @@ class Metrics(NoMetrics):
     enabled = True
 
     def __init__(self, max_tool_labels: int = MAX_TOOL_LABELS) -> None:
-        from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+        from prometheus_client import CollectorRegistry, Counter, Gauge
 
         self.registry = CollectorRegistry(auto_describe=True)
         self.max_tool_labels = max_tool_labels
@@ -62,8 +68,9 @@ class Metrics(NoMetrics):
         self._relays: set[Any] = set()  # live sessions' relays, for the in-flight gauge
         self._lock = threading.Lock()  # the exporter thread reads _relays
         r = self.registry
-        self._forwarded = Counter(f"{PREFIX}_calls_forwarded", "tools/call requests forwarded to the upstream",
-                                  ["tool"], registry=r)
+        # The series every forwarded call updates are plain numbers (see _Histogram), exposed by collectors.
+        self._forwarded: dict[str, list[float]] = {}  # tool label -> [count, created]
+        r.register(_Collector(self._collect_forwarded))
         self._refused = Counter(f"{PREFIX}_calls_refused", "tools/call requests the gate answered itself",
                                 ["tool", "kind"], registry=r)
         self._mismatches = Counter(f"{PREFIX}_output_mismatches",
@@ -76,27 +83,13 @@ class Metrics(NoMetrics):
         self._revisions = Counter(f"{PREFIX}_catalog_revisions",
                                   "tool catalog revisions swapped in (listings and list pages that changed it)",
                                   registry=r)
-        self._validation = Histogram(f"{PREFIX}_validation_seconds",
-                                     "time spent validating tools/call arguments and results",
-                                     ["target"], buckets=VALIDATION_BUCKETS, registry=r)
-        self._latency = Histogram(f"{PREFIX}_call_duration_seconds",
-                                  "forwarded tools/call, from the request seen to its reply sent to the client",
-                                  buckets=LATENCY_BUCKETS, registry=r)
+        self._validation: dict[str, _Histogram] = {}  # by target
+        self._latency = _Histogram(LATENCY_BUCKETS)
+        r.register(_Collector(self._collect_histograms))
         self._sessions = Gauge(f"{PREFIX}_sessions_open", "client sessions open", registry=r)
         in_flight = Gauge(f"{PREFIX}_requests_in_flight", "client requests not yet answered, over all sessions",
                           registry=r)
         in_flight.set_function(self._in_flight)
-        # Label children by label (see _child). Bounded by the tool-label cap.
-        self._forwarded_by: dict[str, Any] = {}
-        self._validation_by: dict[str, Any] = {}
-
-    @staticmethod
-    def _child(cache: dict[str, Any], metric: Any, label: str) -> Any:
-        """`metric.labels(label)`, looked up once per label (prometheus_client checks and locks in labels())."""
-        child = cache.get(label)
-        if child is None:
-            child = cache[label] = metric.labels(label)
-        return child
 
     # ---- labels -------------------------------------------------------------------
 
@@ -113,7 +106,10 @@ class Metrics(NoMetrics):
     # ---- events -------------------------------------------------------------------
 
     def forwarded(self, tool: str) -> None:
-        self._child(self._forwarded_by, self._forwarded, tool).inc()
+        series = self._forwarded.get(tool)
+        if series is None:
+            series = self._forwarded[tool] = [0.0, time.time()]
+        series[0] += 1
 
     def refused(self, tool: str, kind: str) -> None:
         self._refused.labels(tool, kind).inc()
@@ -129,10 +125,35 @@ class Metrics(NoMetrics):
             self._revisions.inc(count)
 
     def validation_time(self, target: str, seconds: float) -> None:
-        self._child(self._validation_by, self._validation, target).observe(seconds)
+        series = self._validation.get(target)
+        if series is None:
+            series = self._validation[target] = _Histogram(VALIDATION_BUCKETS)
+        series.observe(seconds)
 
     def call_latency(self, seconds: float) -> None:
         self._latency.observe(seconds)
+
+    def _collect_forwarded(self) -> Iterable[Metric]:
+        from prometheus_client.metrics_core import Metric
+
+        family = Metric(f"{PREFIX}_calls_forwarded", "tools/call requests forwarded to the upstream", "counter")
+        for tool, (count, created) in list(self._forwarded.items()):  # list(): one step, safe beside the loop
+            family.add_sample(f"{family.name}_total", {"tool": tool}, count)
+            family.add_sample(f"{family.name}_created", {"tool": tool}, created)
+        yield family
+
+    def _collect_histograms(self) -> Iterable[Metric]:
+        from prometheus_client.metrics_core import Metric
+
+        validation = Metric(f"{PREFIX}_validation_seconds",
+                            "time spent validating tools/call arguments and results", "histogram")
+        for target, series in list(self._validation.items()):
+            series.samples(validation, {"target": target})
+        yield validation
+        latency = Metric(f"{PREFIX}_call_duration_seconds",
+                         "forwarded tools/call, from the request seen to its reply sent to the client", "histogram")
+        self._latency.samples(latency, {})
+        yield latency
 
     def session_opened(self, relay: Any) -> None:
         self._sessions.inc()
@@ -175,6 +196,49 @@ class Metrics(NoMetrics):
         bound_port = server.server_port
         shown = f"[{host}]" if ":" in host else host
         return server, f"http://{shown}:{bound_port}/metrics"
+
+
+class _Histogram:
+    """One histogram series as plain numbers: an observation is a bisect and two additions.
+
+    prometheus_client's Histogram takes a lock for its sum and for a bucket
+    and makes several Python calls per observation: with the call counter,
+    about 3.6% of a Streamable HTTP call's instructions (docs/performance.md),
+    for series that every forwarded call updates. Written only by the event
+    loop's thread; the exporter's thread reads them as they stand. Exposed
+    with the samples prometheus_client's Histogram has, in its order.
+    """
+
+    __slots__ = ("bounds", "counts", "sum", "created")
+
+    def __init__(self, buckets: Iterable[float]) -> None:
+        self.bounds = (*buckets, math.inf)
+        self.counts = [0] * len(self.bounds)  # per bucket, not cumulative: an observation adds to one
+        self.sum = 0.0
+        self.created = time.time()
+
+    def observe(self, value: float) -> None:
+        self.counts[bisect_left(self.bounds, value)] += 1  # the first bound >= value: its `le` bucket
+        self.sum += value
+
+    def samples(self, family: Metric, labels: dict[str, str]) -> None:
+        from prometheus_client.utils import floatToGoString
+
+        counts, total = list(self.counts), self.sum
+        cumulative = 0
+        for bound, count in zip(self.bounds, counts):
+            cumulative += count
+            family.add_sample(f"{family.name}_bucket", {**labels, "le": floatToGoString(bound)}, cumulative)
+        family.add_sample(f"{family.name}_count", labels, cumulative)
+        family.add_sample(f"{family.name}_sum", labels, total)
+        family.add_sample(f"{family.name}_created", labels, self.created)
+
+
+class _Collector:
+    """A prometheus_client custom collector: what `collect` yields is scraped."""
+
+    def __init__(self, collect: Callable[[], Iterable[Metric]]) -> None:
+        self.collect = collect
 
 
 def parse_address(value: str) -> tuple[str, int]:

@@ -12,6 +12,9 @@ from pathlib import Path
 
 import anyio
 import httpx2
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from proxy.metrics import OTHER_TOOL, UNKNOWN_TOOL, Metrics
@@ -203,3 +206,60 @@ async def test_upstream_deaths_and_unreachable_upstreams_are_counted(record: Pat
             if kind == "gone":
                 assert value(last, "mcp_schema_gate_calls_forwarded_total", tool="echo") == 1
                 assert value(last, "mcp_schema_gate_sessions_open") == 0
+
+
+def _without_created(text: bytes) -> list[bytes]:
+    """Exposition lines, with each `_created` sample's value (a timestamp) left out."""
+    return [re.sub(rb"(_created(\{[^}]*\})?) .*", rb"\1", line) for line in text.splitlines()]
+
+
+def _families(lines: list[bytes], prefixes: tuple[bytes, ...]) -> list[bytes]:
+    """The lines of the metric families whose names start with one of `prefixes` (from `# HELP name` on)."""
+    kept, keep = [], False
+    for line in lines:
+        if line.startswith(b"# HELP "):
+            keep = line.split(b" ")[2].startswith(prefixes)
+        if keep:
+            kept.append(line)
+    return kept
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["arguments", "output"]),
+                          st.floats(min_value=0, max_value=120, allow_nan=False)), max_size=40),
+       st.lists(st.sampled_from(["echo", "shaped", UNKNOWN_TOOL]), max_size=10))
+def test_the_per_call_series_expose_what_prometheus_clients_own_metrics_would(
+        observations: list[tuple[str, float]], tools: list[str]) -> None:
+    """The forwarded counter and the two histograms are kept by hand; a scrape must not tell them apart.
+
+    The same events go to prometheus_client's Counter and Histogram on a
+    registry of their own; both expositions are compared line by line
+    (including bucket edges: values equal to a bound land in its bucket).
+    """
+    from prometheus_client import CollectorRegistry, Counter, Histogram
+
+    from proxy.metrics import LATENCY_BUCKETS, VALIDATION_BUCKETS
+
+    ours = Metrics()
+    registry = CollectorRegistry(auto_describe=True)
+    forwarded = Counter("mcp_schema_gate_calls_forwarded", "tools/call requests forwarded to the upstream", ["tool"],
+                        registry=registry)
+    validation = Histogram("mcp_schema_gate_validation_seconds",
+                           "time spent validating tools/call arguments and results", ["target"],
+                           buckets=VALIDATION_BUCKETS, registry=registry)
+    latency = Histogram("mcp_schema_gate_call_duration_seconds",
+                        "forwarded tools/call, from the request seen to its reply sent to the client",
+                        buckets=LATENCY_BUCKETS, registry=registry)
+    for tool in tools:
+        ours.forwarded(tool)
+        forwarded.labels(tool).inc()
+    for target, seconds in observations + [("arguments", VALIDATION_BUCKETS[2])]:
+        ours.validation_time(target, seconds)
+        validation.labels(target).observe(seconds)
+        ours.call_latency(seconds)
+        latency.observe(seconds)
+    theirs = _without_created(generate_latest(registry))
+    mine = _families(_without_created(ours.exposition()[0]), (b"mcp_schema_gate_calls_forwarded",
+                                                               b"mcp_schema_gate_validation_seconds",
+                                                               b"mcp_schema_gate_call_duration_seconds"))
+    assert mine == theirs
