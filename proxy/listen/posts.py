@@ -31,8 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from typing import Any
 
 import anyio
@@ -106,7 +105,8 @@ class LeanPosts:
     async def answer(self, frame: Frame, send: Any) -> None:
         """Hand the message to the session; answer the POST with its reply (a request) or 202 (anything else)."""
         inbox = self._inbox
-        with self._in_flight():
+        held = self._hold()
+        try:
             if frame.kind != "request":
                 await self._respond(send, 202, b"")
                 with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
@@ -126,6 +126,9 @@ class LeanPosts:
                 await self._respond(send, 500, _TERMINATED)
                 return
             await self._respond(send, 200, dump(reply).rstrip(b"\r\n"))
+        finally:
+            if held:
+                self._release()
 
     def deliver(self, item: SessionMessage) -> bool:
         """Give a reply to the lean POST waiting for it; False when none is (the transport's streams take it)."""
@@ -154,19 +157,24 @@ class LeanPosts:
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
-    @contextmanager
-    def _in_flight(self) -> Iterator[None]:
-        """A request in flight holds the session: the transport's idle countdown, kept as its handle_request does."""
+    # A request in flight holds the session: the transport's idle countdown, kept as its handle_request
+    # keeps it. Two plain calls around answer()'s body rather than a generator context manager, which
+    # cost more than the countdown itself on every POST.
+
+    def _hold(self) -> bool:
+        """Count the request in, stopping the countdown; False when the transport keeps none (nothing to release)."""
         transport = self._transport
         idle = transport.idle_scope
         if idle is None or transport._idle_timeout is None:
-            yield
-            return
+            return False
         transport._requests_in_flight += 1
         idle.deadline = math.inf
-        try:
-            yield
-        finally:
-            transport._requests_in_flight -= 1
-            if not transport._requests_in_flight:
+        return True
+
+    def _release(self) -> None:
+        transport = self._transport
+        transport._requests_in_flight -= 1
+        if not transport._requests_in_flight:
+            idle = transport.idle_scope
+            if idle is not None:
                 idle.deadline = self._loop.time() + transport._idle_timeout
