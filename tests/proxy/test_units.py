@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 from typing import Any
+from unittest import mock
 
 import anyio
 import mcp_types as types
@@ -338,3 +339,89 @@ async def test_the_line_reader_pauses_the_pipe_while_too_much_is_queued_and_ends
     assert await reader.next_line() == b"ccc"  # what was read before the error is still delivered
     with pytest.raises(BrokenPipeError):
         await reader.next_line()
+
+
+# ---- the wire rule's fast reading against its slow one ------------------------------------------------
+
+# Names that collide under some reading: duplicates, ASCII case, Unicode folding (long s, Kelvin sign,
+# accented letters), NUL, and names and values with ':' in them (what the fast reading counts).
+_NAMES = ["a", "A", "b", "id", "ID", "Id", "method", "METHOD", ":", "a:b", "s", "\u017f", "k", "\u212a",
+          "\u00e9", "\u00c9", "x\x00", "x", "e", "E"]
+_SCALARS = st.one_of(st.integers(-2**70, 2**70), st.floats(allow_nan=False, allow_infinity=False),
+                     st.booleans(), st.none(), st.sampled_from(["", "x:y", "::", "A", "\u00e9:", "1E5", "\x01"]))
+
+
+@st.composite
+def _json_texts(draw: Any) -> bytes:
+    """A JSON text written pair by pair (so duplicates survive), ASCII-escaped or not."""
+    ensure_ascii = draw(st.booleans())
+
+    def text(value: Any) -> str:
+        if isinstance(value, tuple):  # an object: (name, value) pairs in wire order
+            return "{" + ",".join(f"{json.dumps(k, ensure_ascii=ensure_ascii)}:{text(v)}" for k, v in value) + "}"
+        if isinstance(value, list):
+            return "[" + ",".join(text(v) for v in value) + "]"
+        return json.dumps(value, ensure_ascii=ensure_ascii)
+
+    values = st.recursive(_SCALARS, lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.lists(st.tuples(st.sampled_from(_NAMES), inner), max_size=5).map(tuple)), max_leaves=12)
+    return text(draw(values)).encode()
+
+
+_REFUSED = object()
+
+
+def _slow_reading(data: bytes) -> Any:
+    from proxy.core.jsonrpc import _Ambiguous, _pairs
+
+    try:
+        return json.loads(data, object_pairs_hook=_pairs)
+    except _Ambiguous:
+        return _REFUSED
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal and of the same JSON types all the way down (1 and 1.0 and True are three values here)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+# Each way the fast reading counts: re-parsing the lowered frame in C, and walking the value.
+_COUNTINGS = pytest.mark.parametrize("counted_in_c", [True, False], ids=["counted-in-c", "walked"])
+
+
+@_COUNTINGS
+@settings(max_examples=1000, deadline=None)
+@given(data=_json_texts())
+def test_the_fast_reading_accepts_only_what_the_slow_one_accepts_and_reads_it_the_same(
+        counted_in_c: bool, data: bytes) -> None:
+    from proxy.core import jsonrpc
+
+    with mock.patch.object(jsonrpc, "_COUNTED_IN_C", 1 << 30 if counted_in_c else -1):
+        fast = jsonrpc._fast_strict(data)
+    _SLOW, slow = jsonrpc._SLOW, _slow_reading(data)
+    if fast is not _SLOW:
+        assert slow is not _REFUSED, f"the fast reading accepted a frame the wire rule refuses: {data!r}"
+        assert _same(fast, slow), (data, fast, slow)
+    elif slow is not _REFUSED and b"\\u003" not in data:
+        # Only the escapes of ':' defeat the count; everything else the rule accepts takes the fast way.
+        pytest.fail(f"the fast reading gave up on a frame the wire rule accepts: {data!r}")
+
+
+@pytest.mark.parametrize("data", [
+    b'{"a":1,"a":2}', b'{"x":{"a":1,"A":2}}', b'[{"Id":1,"iD":2}]', b'{"k":1,"\\u212a":2}',
+    b'{"s":1,"\\u017f":2}', '{"s":1,"\u017f":2}'.encode(), b'{"a:b":1,"a:b":":"}', b'{"E":1E5,"e":1e5}',
+])
+@_COUNTINGS
+def test_the_fast_reading_never_accepts_names_that_collide(counted_in_c: bool, data: bytes) -> None:
+    from proxy.core import jsonrpc
+
+    assert _slow_reading(data) is _REFUSED
+    with mock.patch.object(jsonrpc, "_COUNTED_IN_C", 1 << 30 if counted_in_c else -1):
+        assert jsonrpc._fast_strict(data) is jsonrpc._SLOW
