@@ -438,15 +438,11 @@ def strict_loads(data: str | bytes) -> Any:
     matches names ignoring case. A frame outside the rule is refused whole
     rather than normalised, since normalising picks one reader's answer.
     """
-    constants: list[str] = []
-
-    def constant(token: str) -> float:
-        constants.append(token)
-        return float(token)
-
     value = _fast_strict(data) if isinstance(data, bytes) else _SLOW
+    constants: list[str] = []  # msgspec refuses NaN and Infinity: only the slow reading finds any
     if value is _SLOW:
-        value = json.loads(data, object_pairs_hook=_pairs, parse_constant=constant)
+        value = json.loads(data, object_pairs_hook=_pairs,
+                           parse_constant=lambda token: constants.append(token) or float(token))
     if isinstance(value, dict):
         reason = _variant(value, _FOLDED_ENVELOPE)
         if reason is None and "method" in value and ("result" in value or "error" in value):
@@ -535,7 +531,7 @@ def parse_line(line: str | bytes, *, strict: bool = True) -> SessionMessage | Ex
     fails the strict RequestId type and silently validates as a
     *notification*, which would drop the client's reply.
     """
-    if not line.strip():
+    if not line or (line[:1].isspace() and not line.strip()):  # strip() only where it can matter: it copies
         return None
     if isinstance(line, bytes):
         raw = line if line[-1:] == b"\n" else line + b"\n"  # not endswith: on 3.11 it parses its arguments slowly
