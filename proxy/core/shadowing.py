@@ -35,6 +35,9 @@ class _Node:
     declared: dict[str, str] = field(default_factory=dict)  # folded name -> declared name
     children: dict[str, list[_Node]] = field(default_factory=dict)  # declared name -> nodes for its value
     items: list[_Node] = field(default_factory=list)  # nodes for array elements
+    # The declared names themselves: such a member is its own property (declared[fold(name)] is name),
+    # which spares the usual member its fold().
+    exact: frozenset[str] = frozenset()
 
 
 def compile_shadow_check(schema: Any) -> Check | None:
@@ -106,18 +109,19 @@ def _build(schemas: list[Any], root: dict[str, Any], depth: int) -> _Node | None
             node.items = [child]
     if not node.declared and not node.children and not node.items:
         return None
+    node.exact = frozenset(node.declared.values())
     return node
 
 
 def _walk(node: _Node, value: Any, path: list[str | int]) -> InputSchemaError | None:
     if isinstance(value, dict):
-        declared = node.declared
+        declared, exact = node.declared, node.exact
         for key, member in value.items():
             if not isinstance(key, str):
                 continue
             subs = node.children.get(key)
             if subs is None:
-                name = declared.get(fold(key)) if declared else None
+                name = declared.get(fold(key)) if declared and key not in exact else None
                 if name is not None and name != key:
                     where = pointer([*path, key])
                     return InputSchemaError(

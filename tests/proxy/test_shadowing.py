@@ -12,6 +12,7 @@ from tests.proxy.conftest import raw_proxy
 
 SCHEMA = {"type": "object", "properties": {
     "path": {"type": "string", "pattern": "^/safe/"},
+    "filePath": {"type": "string", "pattern": "^/safe/"},  # a declared name that is not its own folding
     "opts": {"type": "object", "properties": {"mode": {"enum": ["r"]}}},
     "list": {"type": "array", "items": {"anyOf": [{"type": "object", "properties": {"kind": {"type": "string"}}}]}},
     "ref": {"$ref": "#/$defs/inner"},
@@ -27,6 +28,7 @@ def check(arguments: dict) -> str | None:
 
 @pytest.mark.parametrize(("arguments", "where"), [
     ({"Path": "/etc/passwd"}, "/Path"),
+    ({"filepath": "/etc/passwd"}, "/filepath"),
     ({"pat\u0000h": "/etc/passwd"}, "/pat\u0000h"),
     ({"opts": {"MODE": "w"}}, "/opts/MODE"),
     ({"list": [{"kind": "a"}, {"\u212aind": "b"}]}, "/list/1/\u212aind"),
@@ -36,7 +38,7 @@ def test_a_case_or_nul_variant_of_a_declared_property_is_refused(arguments: dict
     assert check(arguments) == where
 
 
-@pytest.mark.parametrize("arguments", [{"path": "/safe/x"}, {"other": 1}, {"opts": {"mode": "r", "x": 1}}, {}])
+@pytest.mark.parametrize("arguments", [{"path": "/safe/x"}, {"filePath": "/safe/x"}, {"other": 1}, {"opts": {"mode": "r", "x": 1}}, {}])
 def test_declared_and_unrelated_members_pass(arguments: dict) -> None:
     assert check(arguments) is None
 
