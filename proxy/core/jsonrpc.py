@@ -113,17 +113,28 @@ class Frame(SessionMessage):
     gives the copy without `raw` that the gate forwards after checking.
     """
 
+    # The members a kind lacks read as these (a Frame is built for every message: each store counts).
+    id: Any = None
+    method: str | None = None
+    params: Any = None
+    result: Any = None
+    error: Any = None
+
     def __init__(self, kind: Kind, value: dict[str, Any], raw: bytes | None = None, metadata: Any = None) -> None:
+        """`value` has the shape `_kind_of` takes as `kind`: the members that kind requires are there."""
         self.kind = kind
         self.value = value
         self.raw = raw
         self.metadata = metadata
-        self.id = value.get("id")
-        self.method = value.get("method")
-        self.params = value.get("params")
-        self.result = value.get("result")
-        self.error = value.get("error")
         self._model: types.JSONRPCMessage | None = None
+        if kind == "request":
+            self.id, self.method, self.params = value["id"], value["method"], value.get("params")
+        elif kind == "response":
+            self.id, self.result = value["id"], value["result"]
+        elif kind == "notification":
+            self.method, self.params = value["method"], value.get("params")
+        else:
+            self.id, self.error = value.get("id"), value["error"]
 
     @property
     def message(self) -> types.JSONRPCMessage:  # type: ignore[override]
@@ -211,8 +222,10 @@ def validated_copy(message: SessionMessage) -> SessionMessage:
     transport metadata), with the members the SDK's model would write.
     """
     if type(message) is Frame:
-        value = message.value
-        return Frame(message.kind, {key: value[key] for key in _MEMBERS[message.kind] if key in value})
+        value, members = message.value, _MEMBERS[message.kind]
+        if tuple(value) != members[:len(value)]:  # not already in the model's order (_kind_of admits no others)
+            value = {key: value[key] for key in members if key in value}
+        return Frame(message.kind, value)
     return SessionMessage(message.message)
 
 

@@ -425,3 +425,16 @@ def test_the_fast_reading_never_accepts_names_that_collide(counted_in_c: bool, d
     assert _slow_reading(data) is _REFUSED
     with mock.patch.object(jsonrpc, "_COUNTED_IN_C", 1 << 30 if counted_in_c else -1):
         assert jsonrpc._fast_strict(data) is jsonrpc._SLOW
+
+
+@pytest.mark.parametrize("line", [
+    b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "t", "arguments": {"b": 1, "a": 2}}}\n',
+    b'{"params": {"name": "t", "arguments": {"b": 1, "a": 2}}, "method": "tools/call", "id": 1, "jsonrpc": "2.0"}\n',
+    b'{"id": 1, "jsonrpc": "2.0", "method": "tools/call", "params": {"name": "t", "arguments": {"b": 1, "a": 2}}}\n',
+])
+def test_a_validated_copy_is_written_from_its_value_in_the_model_s_member_order(line: bytes) -> None:
+    from proxy.core.jsonrpc import validated_copy
+
+    copy = validated_copy(parse_line(line))
+    assert copy.raw is None
+    assert dump(copy) == b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"b":1,"a":2}}}\n'
