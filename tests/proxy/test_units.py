@@ -19,7 +19,8 @@ from proxy.core.catalog import Catalog, Preflights
 from proxy.core.gate import Gate
 from proxy.core.hooks import GuardHooks
 from proxy.core.relay import Relay
-from proxy.core.jsonrpc import Frame, dump, envelope_of, parse_line, result_message
+from proxy.core import jsonrpc
+from proxy.core.jsonrpc import Frame, dump, envelope_of, parse_line, result_message, validated_copy
 
 ECHO = {"name": "echo", "inputSchema": {"type": "object", "properties": {"t": {"type": "string"}}, "required": ["t"]}}
 
@@ -373,11 +374,9 @@ _REFUSED = object()
 
 
 def _slow_reading(data: bytes) -> Any:
-    from proxy.core.jsonrpc import _Ambiguous, _pairs
-
     try:
-        return json.loads(data, object_pairs_hook=_pairs)
-    except _Ambiguous:
+        return json.loads(data, object_pairs_hook=jsonrpc._pairs)
+    except jsonrpc._Ambiguous:
         return _REFUSED
 
 
@@ -396,17 +395,18 @@ def _same(a: Any, b: Any) -> bool:
 _COUNTINGS = pytest.mark.parametrize("counted_in_c", [True, False], ids=["counted-in-c", "walked"])
 
 
+def _fast_reading(data: bytes, counted_in_c: bool) -> Any:
+    with mock.patch.object(jsonrpc, "_COUNTED_IN_C", 1 << 30 if counted_in_c else -1):
+        return jsonrpc._fast_strict(data)
+
+
 @_COUNTINGS
 @settings(max_examples=1000, deadline=None)
 @given(data=_json_texts())
 def test_the_fast_reading_accepts_only_what_the_slow_one_accepts_and_reads_it_the_same(
         counted_in_c: bool, data: bytes) -> None:
-    from proxy.core import jsonrpc
-
-    with mock.patch.object(jsonrpc, "_COUNTED_IN_C", 1 << 30 if counted_in_c else -1):
-        fast = jsonrpc._fast_strict(data)
-    _SLOW, slow = jsonrpc._SLOW, _slow_reading(data)
-    if fast is not _SLOW:
+    fast, slow = _fast_reading(data, counted_in_c), _slow_reading(data)
+    if fast is not jsonrpc._SLOW:
         assert slow is not _REFUSED, f"the fast reading accepted a frame the wire rule refuses: {data!r}"
         assert _same(fast, slow), (data, fast, slow)
     elif slow is not _REFUSED and b"\\u003" not in data:
@@ -420,11 +420,8 @@ def test_the_fast_reading_accepts_only_what_the_slow_one_accepts_and_reads_it_th
 ])
 @_COUNTINGS
 def test_the_fast_reading_never_accepts_names_that_collide(counted_in_c: bool, data: bytes) -> None:
-    from proxy.core import jsonrpc
-
     assert _slow_reading(data) is _REFUSED
-    with mock.patch.object(jsonrpc, "_COUNTED_IN_C", 1 << 30 if counted_in_c else -1):
-        assert jsonrpc._fast_strict(data) is jsonrpc._SLOW
+    assert _fast_reading(data, counted_in_c) is jsonrpc._SLOW
 
 
 @pytest.mark.parametrize("line", [
@@ -433,8 +430,6 @@ def test_the_fast_reading_never_accepts_names_that_collide(counted_in_c: bool, d
     b'{"id": 1, "jsonrpc": "2.0", "method": "tools/call", "params": {"name": "t", "arguments": {"b": 1, "a": 2}}}\n',
 ])
 def test_a_validated_copy_is_written_from_its_value_in_the_model_s_member_order(line: bytes) -> None:
-    from proxy.core.jsonrpc import validated_copy
-
     copy = validated_copy(parse_line(line))
     assert copy.raw is None
     assert dump(copy) == b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"b":1,"a":2}}}\n'
