@@ -56,6 +56,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from proxy.core.deadline import LazyDeadline
 from proxy.core.jsonrpc import WireError, wire_value
 from proxy.core.streams import MailboxSender, ReadStream, mailbox
 from proxy.listen.answer import RESUMABLE_SINCE, SCOPE_KEY, Answer, Streams
@@ -484,11 +485,18 @@ class _HttpProtocol(HttpToolsProtocol):
     header_timeout: float | None = None
     _headers_pending = False
     _head_bytes = 0
-    _deadline_token = 0
+    _header_deadline: LazyDeadline | None = None  # one timer per connection, not per request (core/deadline.py)
 
     def connection_made(self, transport: Any) -> None:
         super().connection_made(transport)
-        self._arm_header_deadline()
+        if self.header_timeout is not None:
+            self._header_deadline = LazyDeadline(self.loop, self._headers_too_slow)
+        self._await_headers()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        if self._header_deadline is not None:
+            self._header_deadline.cancel()
 
     def data_received(self, data: bytes) -> None:
         if self._headers_pending:
@@ -499,20 +507,21 @@ class _HttpProtocol(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._headers_pending = False
+        if self._header_deadline is not None:
+            self._header_deadline.clear()
         super().on_headers_complete()
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
-        self._arm_header_deadline()
+        self._await_headers()
 
-    def _arm_header_deadline(self) -> None:
+    def _await_headers(self) -> None:
         self._headers_pending, self._head_bytes = True, 0
-        self._deadline_token += 1
-        if self.header_timeout is not None:
-            self.loop.call_later(self.header_timeout, self._header_deadline, self._deadline_token)
+        if self._header_deadline is not None:
+            self._header_deadline.set(self.header_timeout)  # type: ignore[arg-type]
 
-    def _header_deadline(self, token: int) -> None:
-        if self._headers_pending and token == self._deadline_token and not self.transport.is_closing():
+    def _headers_too_slow(self) -> None:
+        if self._headers_pending and not self.transport.is_closing():
             self.transport.close()
 
 

@@ -31,6 +31,8 @@ from urllib.parse import quote, urlsplit
 import anyio
 import httptools
 
+from proxy.core.deadline import LazyDeadline
+
 CONNECT_TIMEOUT = 30.0  # the SDK's create_mcp_http_client defaults
 READ_TIMEOUT = 300.0
 MAX_IDLE_SECONDS = 4.0  # below the 5 s keep-alive of uvicorn and node, so an idle connection is never reused as it closes
@@ -94,6 +96,9 @@ class _Head:
 class _Connection(asyncio.Protocol):
     """One keep-alive connection; parser callbacks queue what arrives, one reader at a time takes it."""
 
+    _loop: asyncio.AbstractEventLoop  # set by connection_made, before anything reads or waits
+    _read_deadline: LazyDeadline
+
     def __init__(self) -> None:
         self.parser = httptools.HttpResponseParser(self)
         self.transport: asyncio.Transport | None = None
@@ -115,6 +120,10 @@ class _Connection(asyncio.Protocol):
     # -- asyncio.Protocol --------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
+        self._loop = loop = asyncio.get_running_loop()
+        # One lazily moved timer for every wait on this connection: a wait happens two or three
+        # times per call, and arming a loop timer for each cost more than the rest of the wait.
+        self._read_deadline = LazyDeadline(loop, self._read_timed_out)
 
     def data_received(self, data: bytes) -> None:
         if self.broken is None:
@@ -142,6 +151,7 @@ class _Connection(asyncio.Protocol):
         self.lost = True
         self.error = exc
         self._wake()
+        self._read_deadline.cancel()
 
     # -- parser callbacks --------------------------------------------------
     def on_message_begin(self) -> None:
@@ -172,6 +182,10 @@ class _Connection(asyncio.Protocol):
             return
         self.keep_alive = self.parser.should_keep_alive()
         self._events.append(_END)
+
+    def _read_timed_out(self) -> None:
+        if self._wakeup is not None:
+            _expire(self._wakeup)
 
     def _wake(self) -> None:
         if self._wakeup is not None and not self._wakeup.done():
@@ -207,17 +221,16 @@ class _Connection(asyncio.Protocol):
             if self.lost or self.eof:
                 reason = self.error or "EOF"
                 raise HTTPError(f"the upstream closed the connection mid-response ({reason})")
-            loop = asyncio.get_running_loop()
-            self._wakeup = wakeup = loop.create_future()
-            # A timer on the future, not a cancel scope: this wait happens two or
-            # three times per call, and a scope costs more than the rest of it.
-            timer = loop.call_later(READ_TIMEOUT, _expire, wakeup)
+            self._wakeup = wakeup = self._loop.create_future()
+            # A deadline that fails the future, not a cancel scope: a scope costs more than the rest of the wait.
+            deadline = self._read_deadline
+            deadline.set(READ_TIMEOUT)
             try:
                 await wakeup
             except TimeoutError as exc:
                 raise HTTPError(f"no data from the upstream for {READ_TIMEOUT:g} s") from exc
             finally:
-                timer.cancel()
+                deadline.clear()
                 self._wakeup = None
 
     def close(self) -> None:

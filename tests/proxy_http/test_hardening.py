@@ -117,6 +117,30 @@ async def test_a_connection_that_sends_no_headers_is_closed_after_the_header_tim
             assert time.monotonic() - started < 5
 
 
+async def test_the_header_timeout_counts_from_each_response_so_a_busy_keep_alive_connection_stays_open(
+        record: Path) -> None:
+    # One timer serves every request of a connection (LazyDeadline): it must not close the connection
+    # at a deadline that a later response moved on, and must still close it once the client goes quiet.
+    async with http_gate(record, "http", None, "--header-timeout", "1") as (url, _):
+        port = int(url.rsplit(":", 1)[1].split("/")[0])
+        with socket.create_connection(("127.0.0.1", port)) as sock:
+            sock.settimeout(10)
+            reader = sock.makefile("rb")
+            for _ in range(6):  # 2.4 s of requests, 0.4 s apart: well past the 1 s timeout in all
+                sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                status = reader.readline()
+                assert status.startswith(b"HTTP/1.1 200"), status
+                length = 0
+                while (line := reader.readline()) not in (b"\r\n", b""):
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":")[1])
+                reader.read(length)
+                answered = time.monotonic()
+                await anyio.sleep(0.4)
+            assert reader.read(1) == b""  # then quiet: closed by the gate
+            assert 0.9 <= time.monotonic() - answered < 5
+
+
 async def test_request_headers_past_16_kib_are_refused_and_a_request_just_under_is_served(record: Path) -> None:
     async with http_gate(record, "http", None) as (url, _):
         port = int(url.rsplit(":", 1)[1].split("/")[0])

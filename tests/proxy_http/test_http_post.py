@@ -211,6 +211,34 @@ async def test_an_upstream_that_goes_silent_is_an_error_after_the_read_timeout(m
         pool.close()
 
 
+async def test_an_upstream_that_trickles_within_the_read_timeout_is_read_whole_however_long_it_takes(
+        monkeypatch) -> None:
+    # The read timeout bounds each wait, not the response: one timer serves every wait (LazyDeadline),
+    # so it must not fire at the deadline of a wait that already ended.
+    monkeypatch.setattr(http_post, "READ_TIMEOUT", 0.25)
+    parts = [b"data: %d\n\n" % n for n in range(6)]
+
+    async def trickle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+        for part in parts:
+            await asyncio.sleep(0.1)  # 0.6 s in all, each gap well inside the 0.25 s timeout
+            writer.write(b"%x\r\n%s\r\n" % (len(part), part))
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(trickle, "127.0.0.1", 0)
+    try:
+        pool = PostPool(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/mcp")
+        response = await pool.post({}, b"{}")
+        with anyio.fail_after(5):
+            assert await response.read() == b"".join(parts)
+        pool.close()
+    finally:
+        server.close()
+
+
 async def test_a_body_without_length_or_chunking_ends_at_the_close_and_the_connection_is_retired() -> None:
     reply = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\r\n{\"until\": \"close\"}"
     async with scripted(lambda head, body, n: reply) as (server, url):
