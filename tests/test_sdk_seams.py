@@ -123,7 +123,7 @@ async def test_server_transport_members_the_lean_post_path_uses() -> None:
 
     transport = StreamableHTTPServerTransport(mcp_session_id="x", is_json_response_enabled=True, idle_timeout=5)
     assert transport._requests_in_flight == 0 and transport._idle_timeout == 5
-    # handle_request holds the session while a request is in flight, as LeanPosts._in_flight mirrors.
+    # handle_request holds the session while a request is in flight, as LeanPosts._hold and _release mirror.
     source = inspect.getsource(StreamableHTTPServerTransport.handle_request)
     for line in ("self._requests_in_flight += 1", "self.idle_scope.deadline = math.inf",
                  "self._requests_in_flight -= 1",

@@ -23,8 +23,12 @@ DELETE) still goes to the SDK transport, which stays the authority on what
 the protocol says about them.
 
 It keeps the transport's idle countdown as `handle_request` does (a request
-in flight holds the session), and a request still waiting when the session
-ends is answered as the transport answers it then (HTTP 500).
+in flight holds the session; the session ends once no request has been in
+flight for the idle timeout), and a request still waiting when the session
+ends is answered as the transport answers it then (HTTP 500). The countdown
+after its own requests runs on a `LazyDeadline` rather than on the
+transport's cancel scope: moving the scope's deadline arms and cancels a loop
+timer twice per POST, the lazy deadline about once per idle timeout.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.datastructures import Headers
 from starlette.requests import Request
 
+from proxy.core.deadline import LazyDeadline
 from proxy.core.jsonrpc import Frame, dump, envelope_of, frame_of, id_key
 from proxy.core.streams import MailboxSender
 
@@ -78,6 +83,7 @@ class LeanPosts:
         # Each waiting request's future: its reply, or None when the session ended first.
         self._waiting: dict[tuple[bool, Any], asyncio.Future[SessionMessage | None]] = {}
         self._closed = False
+        self._idle = LazyDeadline(self._loop, self._idle_expired)
 
     def take(self, scope: dict, headers: Headers, value: Any) -> Frame | None:
         """The POST as a Frame for the lean path, or None when the SDK transport must answer it.
@@ -147,6 +153,7 @@ class LeanPosts:
     def close(self) -> None:
         """The session ended: every POST still waiting is answered as the transport answers it then."""
         self._closed = True
+        self._idle.cancel()
         for waiter in self._waiting.values():
             if not waiter.done():
                 waiter.set_result(None)
@@ -158,8 +165,8 @@ class LeanPosts:
         await send({"type": "http.response.body", "body": body})
 
     # A request in flight holds the session: the transport's idle countdown, kept as its handle_request
-    # keeps it. Two plain calls around answer()'s body rather than a generator context manager, which
-    # cost more than the countdown itself on every POST.
+    # keeps it (its in-flight count shared). Two plain calls around answer()'s body rather than a
+    # generator context manager, which cost more than the countdown itself on every POST.
 
     def _hold(self) -> bool:
         """Count the request in, stopping the countdown; False when the transport keeps none (nothing to release)."""
@@ -168,13 +175,26 @@ class LeanPosts:
         if idle is None or transport._idle_timeout is None:
             return False
         transport._requests_in_flight += 1
-        idle.deadline = math.inf
+        self._idle.clear()
+        if idle.deadline != math.inf:  # a countdown the transport started after a request of its own
+            idle.deadline = math.inf
         return True
 
     def _release(self) -> None:
         transport = self._transport
         transport._requests_in_flight -= 1
         if not transport._requests_in_flight:
-            idle = transport.idle_scope
-            if idle is not None:
-                idle.deadline = self._loop.time() + transport._idle_timeout
+            self._idle.set(transport._idle_timeout)  # type: ignore[arg-type]
+
+    def _idle_expired(self) -> None:
+        """Idle for the timeout since this path's last request: end the session as the transport's countdown would.
+
+        Not while a request is in flight (the transport's own, such as an
+        open GET stream), nor when the transport restarted its countdown
+        after a request of its own that ended later than ours (its deadline
+        is then finite and decides).
+        """
+        transport = self._transport
+        idle = transport.idle_scope
+        if idle is not None and not transport._requests_in_flight and idle.deadline == math.inf:
+            idle.cancel()

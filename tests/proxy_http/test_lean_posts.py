@@ -108,6 +108,21 @@ async def test_a_call_longer_than_the_idle_timeout_holds_its_session(record: Pat
         assert gone.status_code == 404, gone.text
 
 
+async def test_calls_closer_together_than_the_idle_timeout_keep_their_session_open_past_it(record: Path) -> None:
+    # The lean path's countdown is one lazily moved timer (LazyDeadline): it must not end the session
+    # at a deadline a later call moved on, and must still end it once the calls stop.
+    async with http_gate(record, "http", None, "--quiet", "--json-response", "--idle-timeout", "1") as (url, _), \
+            raw_client() as http:
+        headers = await open_session(http, url)
+        for _ in range(6):  # 2.4 s of calls 0.4 s apart, past the 1 s timeout in all
+            reply = await http.post(url, content=json.dumps(CALL), headers=headers)
+            assert reply.status_code == 200, reply.text
+            await anyio.sleep(0.4)
+        await anyio.sleep(1.6)  # then idle past the timeout: the session is gone
+        gone = await http.post(url, content=json.dumps(CALL), headers=headers)
+        assert gone.status_code == 404, gone.text
+
+
 @pytest.mark.parametrize("json_response", [False, True])
 async def test_a_call_waiting_when_its_session_is_deleted_gets_exactly_one_answer(
         record: Path, json_response: bool) -> None:
