@@ -11,8 +11,9 @@ instead; `SseServerTransport` keeps its own.
 Every request first passes, in this order: the Host/Origin check (the SDK's
 `TransportSecurityMiddleware` with `TransportSecuritySettings`, against DNS
 rebinding), the bearer token (`--auth-token`), the body size limit (the SDK's
-`RequestBodyLimitMiddleware`), then, for a POST, the wire rule
-(proxy/core/jsonrpc.py:strict_loads) on the body before the SDK parses it. A
+`RequestBodyLimitMiddleware`; for a message POST, the same limit and answer
+while its body is read for the wire rule), then, for a message POST, the wire
+rule (proxy/core/jsonrpc.py:strict_loads) on the body before the SDK parses it. A
 refusal is an HTTP status with a JSON-RPC error body (the request's id where
 the body has one), so any MCP client can show it. uvicorn runs with a
 connection cap, a header deadline and a header size limit (`_HttpProtocol`).
@@ -182,6 +183,11 @@ def refusal(status: int, message: str, code: int = types.INVALID_REQUEST, data: 
     return Response(body, status_code=status, media_type="application/json", headers=headers)
 
 
+async def _too_large(scope: dict, receive: Any, send: Any) -> None:
+    """The answer the SDK's `RequestBodyLimitMiddleware` gives a body past the limit."""
+    await Response("Request body too large", status_code=413)(scope, receive, send)
+
+
 class _Replay:
     """An ASGI `receive` that gives the body already read once, then defers to the connection's.
 
@@ -256,6 +262,13 @@ class GateApp:
                 return await refusal(401, "Unauthorized: a valid 'Authorization: Bearer <token>' header is required",
                                      headers={"WWW-Authenticate": 'Bearer realm="mcp-schema-gate"'})(
                     scope, receive, send)
+        if scope["method"] == "POST" and (scope["path"].rstrip("/") or "/") in ("/mcp", "/messages"):
+            # A message POST: its body is read whole for the wire rule, which enforces the size limit on
+            # the way (the SDK's middleware would read and copy it once more for that alone).
+            checked = await self._wire_checked(scope, receive, send)
+            if checked is not None:
+                await self._route(scope, checked, send)
+            return
         await self._limited(scope, receive, send)
 
     async def _route(self, scope: dict, receive: Any, send: Any) -> None:
@@ -263,11 +276,6 @@ class GateApp:
         if path == "/metrics" and scope["method"] == "GET" and self.settings.metrics.enabled:
             body, content_type = self.settings.metrics.exposition()  # type: ignore[attr-defined]
             return await Response(body, media_type=content_type)(scope, receive, send)
-        if scope["method"] == "POST" and path in ("/mcp", "/messages"):
-            checked = await self._wire_checked(scope, receive, send)
-            if checked is None:
-                return
-            receive = checked
         if self.listen.kind == "http" and path == "/mcp":
             return await self._streamable(scope, receive, send)
         if self.listen.kind == "sse" and path == "/sse" and scope["method"] == "GET":
@@ -278,21 +286,36 @@ class GateApp:
         await refusal(404, f"Not Found: this MCP endpoint is at {where}")(scope, receive, send)
 
     async def _wire_checked(self, scope: dict, receive: Any, send: Any) -> Any:
-        """The POST's body checked against the wire rule (jsonrpc.strict_loads) before the SDK parses it.
+        """The POST's body, within the size limit, checked against the wire rule before the SDK parses it.
 
-        Returns a `receive` that replays the body, or None once the frame has
-        been refused (HTTP 400 with the JSON-RPC error, the request's id
-        where it has one) or the client has gone.
+        Returns a `receive` that replays the body, or None once the POST has
+        been refused (HTTP 413 past `--max-body-bytes`, declared or sent, as
+        the SDK's `RequestBodyLimitMiddleware` answers; HTTP 400 with the
+        JSON-RPC error for a frame the wire rule (jsonrpc.strict_loads)
+        refuses, the request's id where it has one) or the client has gone.
         """
+        limit = self.listen.max_body
+        for name, value in scope["headers"]:
+            if name == b"content-length":
+                if value.isdigit() and int(value) > limit:
+                    await _too_large(scope, receive, send)
+                    return None
+                break
         chunks: list[bytes] = []
+        size = 0
         while True:
             message = await receive()
             if message["type"] == "http.disconnect":
                 return None
-            chunks.append(message.get("body", b""))
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                await _too_large(scope, receive, send)
+                return None
+            chunks.append(chunk)
             if not message.get("more_body", False):
                 break
-        body = b"".join(chunks)
+        body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
         value = wire_value(body)
         if isinstance(value, WireError):
             logger.warning("mcp-schema-gate: refused a client frame at the wire: %s", value.message)

@@ -55,6 +55,47 @@ async def test_refusals(record: Path, kind: str) -> None:
 
 
 @pytest.mark.parametrize("kind", ["http", "sse"])
+async def test_a_streamed_body_past_the_limit_is_refused_413_and_one_just_under_is_served(
+        record: Path, kind: str) -> None:
+    """Chunked, with no Content-Length to refuse it by: the limit holds on the bytes as they arrive."""
+    async with http_gate(record, kind, None, "--max-body-bytes", "2048") as (url, _):
+        async with client_for(kind, url) as client:  # an open session, so a served body reaches the upstream
+            assert (await client.call_tool("echo", {"text": "open"})).content[0].text == "open"
+        post_url = url
+        headers: dict[str, str] = {}
+        if kind == "http":
+            async with raw_client() as http:
+                opened = await http.post(url, content=INIT)
+                assert opened.status_code == 200, opened.text
+                headers = {"mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+                await http.post(url, headers=headers,
+                                content=json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+
+        def call(text: str) -> bytes:
+            return json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                               "params": {"name": "echo", "arguments": {"text": text}}}).encode()
+
+        async def chunked(body: bytes):
+            for start in range(0, len(body), 512):
+                yield body[start:start + 512]
+
+        if kind == "http":
+            async with raw_client() as http:
+                big = await http.post(post_url, content=chunked(call("x" * 4096)), headers=headers)
+                assert big.status_code == 413, big.text
+                assert "too large" in big.text
+                small = await http.post(post_url, content=chunked(call("y" * 1800)), headers=headers)
+                assert small.status_code == 200, small.text
+                assert small.json()["result"]["content"][0]["text"] == "y" * 1800
+        else:
+            async with raw_client() as http:  # the POST is refused before any session lookup
+                big = await http.post(url.replace("/sse", "/messages/?session_id=0"),
+                                      content=chunked(call("x" * 4096)))
+                assert big.status_code == 413, big.text
+    assert not any(c["arguments"].get("text", "").startswith("x") for c in calls(record))
+
+
+@pytest.mark.parametrize("kind", ["http", "sse"])
 async def test_session_limit(record: Path, kind: str) -> None:
     async with http_gate(record, kind, None, "--max-sessions", "1") as (url, _):
         async with client_for(kind, url) as client:
