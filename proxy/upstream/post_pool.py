@@ -253,29 +253,29 @@ class Response:
         self._pool = pool
         self._conn: _Connection | None = conn
 
-    async def chunks(self) -> AsyncIterator[bytes]:
+    async def next_chunk(self) -> bytes | None:
+        """The next piece of the body, or None once it has ended (the connection then goes back to the pool)."""
         conn = self._conn
-        while conn is not None:
-            event = await conn.next_event()
-            if event is _END:
-                self._conn = None
-                self._pool.release(conn)
-                return
-            yield event  # type: ignore[misc]
+        if conn is None:
+            return None
+        event = await conn.next_event()
+        if event is _END:
+            self._conn = None
+            self._pool.release(conn)
+            return None
+        return event  # type: ignore[return-value]
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        while (chunk := await self.next_chunk()) is not None:
+            yield chunk
 
     async def read(self) -> bytes:
         # A loop of its own rather than over chunks(): an async generator is registered with the
         # event loop's finalizer hooks (a weak set entry per generator), which costs more than the
         # rest of reading a one-chunk JSON body.
         chunks: list[bytes] = []
-        conn = self._conn
-        while conn is not None:
-            event = await conn.next_event()
-            if event is _END:
-                self._conn = None
-                self._pool.release(conn)
-                break
-            chunks.append(event)  # type: ignore[arg-type]
+        while (chunk := await self.next_chunk()) is not None:
+            chunks.append(chunk)
         return b"".join(chunks)
 
     def close(self) -> None:
