@@ -18,6 +18,12 @@ import asyncio
 from collections.abc import Callable
 
 
+# uvloop counts time in whole milliseconds and rounds a timer's delay to them, so a timer can fire up
+# to half a millisecond before its deadline; re-armed for less than that it would run at once, again
+# and again, until the loop's clock moved. Re-arming at least this far ahead lets the clock move first.
+MIN_REARM = 0.001
+
+
 class LazyDeadline:
     """One reusable deadline on one event loop (see the module docstring). Not thread-safe, as the loop is not."""
 
@@ -63,6 +69,7 @@ class LazyDeadline:
         if self._loop.time() >= deadline:
             self._deadline = None
             self._callback()
-        else:  # moved later since the timer was armed (or the loop's clock is coarser than the timer)
-            self._timer = self._loop.call_at(deadline, self._fire)
-            self._timer_at = deadline
+        else:  # moved later since the timer was armed, or the timer fired a hair early (below)
+            at = max(deadline, self._loop.time() + MIN_REARM)
+            self._timer = self._loop.call_at(at, self._fire)
+            self._timer_at = at
