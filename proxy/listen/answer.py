@@ -37,7 +37,6 @@ from typing import Any
 from uuid import uuid4
 
 import anyio
-import anyio.abc
 
 STREAM_AFTER = 1.0
 KEEPALIVE = 15.0
@@ -120,6 +119,7 @@ class Answer:
         self._settled = False
         self._settled_event: anyio.Event | None = None  # made once the call is slow: the keep-alive waits on it
         self._slow_timer: asyncio.TimerHandle | None = None
+        self._keep_alive_task: asyncio.Task[None] | None = None  # spawned once the call is slow
 
     @property
     def stream_id(self) -> str:
@@ -168,14 +168,22 @@ class Answer:
         self._seq_forgotten = self._seq
         return freed
 
-    def watch(self, tg: anyio.abc.TaskGroup) -> None:
-        """Make the answer a stream if the call still runs after STREAM_AFTER (module docstring), until `settle()`.
+    def watch(self) -> None:
+        """Make the answer a stream if the call still runs after STREAM_AFTER (module docstring), until `close()`.
 
         A timer until then, not a task: most calls are answered well within
         it, and a task per POST (spawned, woken at the end, its scope torn
-        down) was a measurable share of a fast call.
+        down) was a measurable share of a fast call. The keep-alive that a
+        slow call gets is a plain asyncio task that `close()` ends and waits
+        for, rather than a member of a task group around the POST: an anyio
+        task group entered and left costs a fast call as much as the timer
+        saves.
         """
-        self._slow_timer = asyncio.get_running_loop().call_later(STREAM_AFTER, tg.start_soon, self._keep_alive)
+        self._slow_timer = asyncio.get_running_loop().call_later(STREAM_AFTER, self._spawn_keep_alive)
+
+    def _spawn_keep_alive(self) -> None:
+        if not self._settled:
+            self._keep_alive_task = asyncio.get_running_loop().create_task(self._keep_alive())
 
     async def _keep_alive(self) -> None:
         """The call is slow: start the stream, then a comment every KEEPALIVE seconds until `settle()`.
@@ -183,8 +191,6 @@ class Answer:
         It ends on the settle event rather than by cancellation: anyio's
         `CancelScope.cancel` formats the calling task's repr.
         """
-        if self._settled:
-            return
         self._settled_event = settled = anyio.Event()
         while not self._settled:
             async with self._lock:
@@ -203,6 +209,26 @@ class Answer:
             self._slow_timer.cancel()
         if self._settled_event is not None:
             self._settled_event.set()
+
+    async def close(self, *, abandoned: bool = False) -> None:
+        """`settle()`, then wait until the keep-alive (if the call was slow) has stopped; call it before returning.
+
+        `abandoned`: the POST's handling failed or is being cancelled, so its
+        answer may never be complete; the keep-alive is cancelled rather than
+        left to write one more comment after the ASGI app has returned. A
+        keep-alive that failed otherwise raises its error here, after the
+        call, where the POST's own handling would have raised it.
+        """
+        self.settle()
+        task = self._keep_alive_task
+        if task is None:
+            return
+        if abandoned:
+            task.cancel()
+        with anyio.CancelScope(shield=True):
+            await asyncio.wait((task,))
+        if not abandoned and not task.cancelled() and (error := task.exception()) is not None:
+            raise error
 
     async def start_stream(self) -> None:
         """Answer with an SSE stream now, before any event (a stream that is the answer, like subscriptions/listen)."""

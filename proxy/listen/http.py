@@ -420,16 +420,17 @@ class GateApp:
         streams = self.streams.setdefault(session_id, Streams())
         answer = Answer(send, session_id, resumable=version >= RESUMABLE_SINCE, streams=streams)
         scope[SCOPE_KEY] = answer
-        async with anyio.create_task_group() as tg:
-            answer.watch(tg)
-            try:
-                if frame is not None:
-                    assert posts is not None
-                    await posts.answer(frame, answer.send)
-                else:
-                    await transport.handle_request(scope, receive, answer.send)
-            finally:
-                answer.settle()
+        answer.watch()
+        try:
+            if frame is not None:
+                assert posts is not None
+                await posts.answer(frame, answer.send)
+            else:
+                await transport.handle_request(scope, receive, answer.send)
+        except BaseException:
+            await answer.close(abandoned=True)
+            raise
+        await answer.close()
 
     def _forwarded(self, headers: Headers) -> tuple[str, UpstreamSpec]:
         """(key, the upstream spec) for the client's --forward-header values (proxy/listen/sessionless.py)."""

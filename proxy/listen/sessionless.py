@@ -254,7 +254,7 @@ class Sessionless:
             try:
                 if request.method == "subscriptions/listen":
                     await answer.start_stream()
-                answer.watch(tg)
+                answer.watch()
                 reply = await member.mux.exchange(request, on_event)
                 if not member.opened:
                     self._retire(member)
@@ -268,9 +268,12 @@ class Sessionless:
                     reply = SessionMessage(_declined(request.id, verdict.protocol_version))
                 answering = True
                 await _answer(answer, reply)
-            finally:
+            except BaseException:
                 watcher.cancel()
-                answer.settle()
+                await answer.close(abandoned=True)
+                raise
+            watcher.cancel()
+            await answer.close()
 
     def _param_header_problem(self, member: SharedUpstream, request: Envelope | types.JSONRPCRequest,
                               headers: Mapping[str, str]) -> InboundLadderRejection | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
 
 import anyio
 import mcp_types as types
@@ -181,28 +181,79 @@ async def test_a_call_answered_in_time_starts_no_stream_and_no_task_a_slow_one_s
     async def record(message: dict) -> None:
         wire.append(message)
 
-    spawned: list[Any] = []
+    before = asyncio.all_tasks()
+    fast = Answer(record, "s-1")
+    fast.watch()
+    await fast.close()  # answered within STREAM_AFTER
+    await anyio.sleep(0.15)
+    assert wire == [] and asyncio.all_tasks() == before  # nothing sent, nothing spawned for it
 
-    async with anyio.create_task_group() as tg:
-        class Counted:  # the task group, counting what the answer spawns in it
-            def start_soon(self, *args: Any) -> None:
-                spawned.append(args[0])
-                tg.start_soon(*args)
+    slow = Answer(record, "s-1")
+    slow.watch()
+    await anyio.sleep(0.2)
+    assert len(asyncio.all_tasks() - before) == 1  # the keep-alive
+    assert (b"content-type", b"text/event-stream") in wire[0]["headers"]  # headers before the reply
+    comments = [m["body"] for m in wire[1:]]
+    assert len(comments) >= 2 and set(comments) == {b": waiting for the reply\r\n\r\n"}
+    await slow.close()
+    written = len(wire)
+    assert asyncio.all_tasks() == before  # close() returned after the keep-alive ended
+    await anyio.sleep(0.15)
+    assert len(wire) == written  # and nothing is written after it
 
-        fast = Answer(record, "s-1")
-        fast.watch(Counted())  # type: ignore[arg-type]
-        fast.settle()  # answered within STREAM_AFTER
-        await anyio.sleep(0.15)
-        assert wire == [] and spawned == []  # nothing sent, nothing spawned for it
 
-        slow = Answer(record, "s-1")
-        slow.watch(Counted())  # type: ignore[arg-type]
-        await anyio.sleep(0.2)
-        assert (b"content-type", b"text/event-stream") in wire[0]["headers"]  # headers before the reply
-        comments = [m["body"] for m in wire[1:]]
-        assert len(comments) >= 2 and set(comments) == {b": waiting for the reply\r\n\r\n"}
-        slow.settle()
-    assert len(spawned) == 1  # the keep-alive, which settle() stopped: the task group could end
+async def test_an_abandoned_post_cancels_its_keep_alive_even_mid_write_so_nothing_is_written_after_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from proxy.listen import answer as answer_module
+    from proxy.listen.answer import Answer
+
+    monkeypatch.setattr(answer_module, "STREAM_AFTER", 0.02)
+    wire: list[dict] = []
+    stuck = anyio.Event()
+
+    async def blocking(message: dict) -> None:  # a client that stopped reading after the headers
+        wire.append(message)
+        if message["type"] == "http.response.body":
+            stuck.set()
+            await anyio.sleep_forever()
+
+    before = asyncio.all_tasks()
+    answer = Answer(blocking, "s-1")
+    answer.watch()
+    with anyio.fail_after(5):
+        await stuck.wait()
+    closed = anyio.Event()
+
+    async def close() -> None:
+        await answer.close(abandoned=True)
+        closed.set()
+
+    closer = asyncio.get_running_loop().create_task(close())
+    with anyio.move_on_after(5):
+        await closed.wait()
+    closed_in_time = closed.is_set()
+    for task in asyncio.all_tasks() - before - {closer}:
+        task.cancel()  # a keep-alive left stuck would hold close() forever: end it so the test can fail
+    await closer
+    assert closed_in_time and asyncio.all_tasks() == before
+    assert [m["type"] for m in wire] == ["http.response.start", "http.response.body"]
+
+
+async def test_a_keep_alive_that_failed_raises_its_error_when_the_answer_closes(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from proxy.listen import answer as answer_module
+    from proxy.listen.answer import Answer
+
+    monkeypatch.setattr(answer_module, "STREAM_AFTER", 0.02)
+
+    async def broken(message: dict) -> None:
+        raise RuntimeError("the server's send is broken")
+
+    answer = Answer(broken, "s-1")
+    answer.watch()
+    await anyio.sleep(0.1)
+    with pytest.raises(RuntimeError, match="send is broken"):
+        await answer.close()
 
 
 async def test_resumable_answers_keep_a_bounded_log_per_session(monkeypatch: pytest.MonkeyPatch) -> None:
