@@ -41,7 +41,9 @@ and the gate's throughput as a share of direct.
 With --baseline-ref REF, an A/B of the gate alone instead: this tree's and REF's, each
 --json-response in front of "direct json", session and sessionless traffic, loaded in turns
 (the order alternating by round), each gate's CPU time per call read from /proc/PID/stat.
-With REF = HEAD and --gate-option, it compares an option within one tree.
+With REF = HEAD and --gate-option, it compares an option within one tree. With --default-mode,
+both gates run without --json-response (as a gate is run by default: each request POST's answer
+may become an SSE stream), in this A/B and in --instructions.
 
 With --baseline-ref REF --instructions, the same A/B counted in instructions instead of CPU
 time: each gate runs under valgrind's cachegrind twice (40 calls, then 40 + N), one call at a
@@ -487,7 +489,7 @@ async def run(args: argparse.Namespace) -> dict:
 
 
 async def ab(args: argparse.Namespace) -> dict:
-    """This tree's gate against REF's, both `--json-response` in front of "direct json", taking turns.
+    """This tree's gate against REF's, both `--json-response` (or both without) in front of "direct json", in turns.
 
     Each round, for each traffic kind and concurrency, the two gates are
     loaded one after the other (the order alternating by round), and each
@@ -496,7 +498,7 @@ async def ab(args: argparse.Namespace) -> dict:
     python = sys.executable
     upstream = Target("direct json", [python, "-c", HTTP_SERVER, "json"])
     url = upstream.start()
-    gate = [python, "-m", "proxy", "--quiet", "--listen", "http://127.0.0.1:0", "--json-response"]
+    gate = [python, "-m", "proxy", "--quiet", "--listen", "http://127.0.0.1:0", *answer_mode(args)]
     ref = args.baseline_ref
     sides = [Target("this tree", [*gate, *args.gate_option, "--upstream", url]),
              Target(ref, [*gate, *args.baseline_option, "--upstream", url], root=baseline_tree(ref))]
@@ -520,6 +522,7 @@ async def ab(args: argparse.Namespace) -> dict:
         for target in [*sides, upstream]:
             target.stop()
     return {"rounds": args.rounds, "sides": [side.label for side in sides], "results": results,
+            "gates": " ".join(answer_mode(args)) or "in the default mode",
             "loadavg_after": machine()["loadavg"]}
 
 
@@ -539,12 +542,17 @@ async def sequential_calls(url: str, traffic: str, calls: int) -> None:
         conn.close()
 
 
-def gate_instructions(root: Path, upstream_url: str, traffic: str, calls: int) -> int:
+def answer_mode(args: argparse.Namespace) -> list[str]:
+    """The gates' answer option in an A/B: --json-response, unless --default-mode asks for the default."""
+    return [] if args.default_mode else ["--json-response"]
+
+
+def gate_instructions(root: Path, upstream_url: str, traffic: str, calls: int, options: list[str]) -> int:
     """Instructions a gate (of the tree at ROOT) executes under cachegrind: start-up, 5 calls, CALLS calls, exit."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "cachegrind.out"
         command = ["valgrind", "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={out}",
-                   sys.executable, "-m", "proxy", "--quiet", "--listen", "http://127.0.0.1:0", "--json-response",
+                   sys.executable, "-m", "proxy", "--quiet", "--listen", "http://127.0.0.1:0", *options,
                    "--upstream", upstream_url]
         env = dict(os.environ, PYTHONHASHSEED="0",
                    PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
@@ -585,7 +593,7 @@ def instructions_ab(args: argparse.Namespace) -> dict:
     try:
         for label, root in (("this tree", ROOT), (args.baseline_ref, baseline_tree(args.baseline_ref))):
             for traffic in ("session", "sessionless"):
-                counts = [gate_instructions(root, url, traffic, n) for n in (few, many)]
+                counts = [gate_instructions(root, url, traffic, n, answer_mode(args)) for n in (few, many)]
                 report.setdefault(label, {})[traffic] = (counts[1] - counts[0]) / (many - few)
                 if not args.json:
                     print(f"{label:>14} {traffic:12} {report[label][traffic]:>12,.0f} instructions per call",
@@ -673,7 +681,7 @@ def print_ab(report: dict) -> None:
     def spread(values: list[float], fmt: str) -> str:
         return f"{statistics.median(values):{fmt}} [{min(values):{fmt}}-{max(values):{fmt}}]"
 
-    print(f"\nthis tree against {base}, gate --json-response in front of \"direct json\", "
+    print(f"\nthis tree against {base}, gate {report['gates']} in front of \"direct json\", "
           f"{report['rounds']} alternating rounds; median [min-max] over rounds")
     print(f"{'':22}{'side':>12}{'req/s':>18}{'median ms':>22}{'gate CPU us/call':>24}")
     for row in report["results"][this]:
@@ -708,6 +716,9 @@ def main() -> int:
                         help="with --baseline-ref: pass OPTION to this tree's gate (write --gate-option=--x=y)")
     parser.add_argument("--baseline-option", action="append", default=[], metavar="OPTION",
                         help="with --baseline-ref: pass OPTION to REF's gate")
+    parser.add_argument("--default-mode", action="store_true",
+                        help="with --baseline-ref: run both gates without --json-response, as a gate runs by "
+                        "default (each POST's answer may become an SSE stream)")
     parser.add_argument("--instructions", action="store_true",
                         help="with --baseline-ref: instructions per tools/call of each gate under valgrind's "
                         "cachegrind (c=1, session and sessionless), instead of CPU time")
