@@ -232,7 +232,10 @@ class Sessionless:
                 pass  # the client is gone; the disconnect watcher withdraws the request
 
         answering = False
-        async with anyio.create_task_group() as tg:
+        # A cancel scope, not a task group: nothing is spawned in it (the watcher below and
+        # Answer's keep-alive are plain tasks that end with the POST), and a task group
+        # entered and left costs twice a scope's.
+        with anyio.CancelScope() as withdrawn:
 
             async def watch_disconnect() -> None:
                 # After the answer is complete the server reports a disconnect too (ASGI); only one
@@ -245,9 +248,9 @@ class Sessionless:
                 except Exception:  # noqa: BLE001 - the server failed to say; the answer's send will find out
                     return
                 if not answering:
-                    tg.cancel_scope.cancel()
+                    withdrawn.cancel()
 
-            # A plain asyncio task rather than one of the group's: spawning into an anyio
+            # A plain asyncio task rather than an anyio one: spawning into an anyio
             # group (a task-info record, a cancel scope, a name) costs more than the rest of
             # the watch. It is cancelled below whatever happens, so it never outlives the POST.
             watcher = asyncio.get_running_loop().create_task(watch_disconnect())
