@@ -21,6 +21,7 @@ traffic.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 from collections.abc import Awaitable, Callable
@@ -55,7 +56,9 @@ class Exchange:
         self.client_token: Any = None  # the one the client chose
         self.on_event = on_event
         self.reply: Reply | None = None
-        self.done = anyio.Event()
+        # asyncio's event rather than anyio's, which wraps one and adds a checkpoint and
+        # cancel-scope bookkeeping to every wait: one per request, on the gate's asyncio loop.
+        self.done = asyncio.Event()
 
 
 class _Writer:

@@ -102,7 +102,9 @@ class Answer:
         if session_id:
             self._headers.append((b"mcp-session-id", session_id.encode("latin-1")))
         # Uncontended, as on a call that sends nothing but its reply, taking it yields nothing to the loop.
-        self._lock = anyio.Lock(fast_acquire=True)
+        # asyncio's lock rather than anyio's: anyio's builds a record of its owner task on every
+        # acquire, a measurable share of a fast call (docs/performance.md), and Answer runs on asyncio.
+        self._lock = asyncio.Lock()
         self.streaming = False
         self.passing = False  # the transport's own answer has begun: nothing else may go on this POST
         self.finished = False
