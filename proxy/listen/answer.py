@@ -98,9 +98,7 @@ class Answer:
     def __init__(self, send: Any, session_id: str | None, *, resumable: bool = False,
                  streams: Streams | None = None) -> None:
         self._send = send
-        self._headers = list(_SSE_HEADERS)
-        if session_id:
-            self._headers.append((b"mcp-session-id", session_id.encode("latin-1")))
+        self._session_id = session_id  # its header is made only if the answer becomes a stream
         # Uncontended, as on a call that sends nothing but its reply, taking it yields nothing to the loop.
         # asyncio's lock rather than anyio's: anyio's builds a record of its owner task on every
         # acquire, a measurable share of a fast call (docs/performance.md), and Answer runs on asyncio.
@@ -123,6 +121,11 @@ class Answer:
         self._slow_timer: asyncio.TimerHandle | None = None
         self._keep_alive_task: asyncio.Task[None] | None = None  # spawned once the call is slow
 
+    def _stream_headers(self) -> list[tuple[bytes, bytes]]:
+        # A new list each time: a middleware may add to a response's headers in place.
+        session = [(b"mcp-session-id", self._session_id.encode("latin-1"))] if self._session_id else []
+        return [*_SSE_HEADERS, *session]
+
     @property
     def stream_id(self) -> str:
         if self._stream_id is None:
@@ -130,7 +133,7 @@ class Answer:
         return self._stream_id
 
     async def _start(self) -> None:
-        await self._send({"type": "http.response.start", "status": 200, "headers": self._headers})
+        await self._send({"type": "http.response.start", "status": 200, "headers": self._stream_headers()})
         self.streaming = True
         if self._resumable:
             assert self._streams is not None
@@ -279,7 +282,7 @@ class Answer:
             first = self._log[0][0] if self._log else self._seq_forgotten + 1
             if first > after + 1:
                 return False
-            await send({"type": "http.response.start", "status": 200, "headers": self._headers})
+            await send({"type": "http.response.start", "status": 200, "headers": self._stream_headers()})
             for seq, event in self._log:
                 if seq > after:
                     await send({"type": "http.response.body", "body": event, "more_body": True})

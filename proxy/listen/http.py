@@ -417,7 +417,9 @@ class GateApp:
                 return await posts.answer(frame, send)
             return await transport.handle_request(scope, receive, send)
         version = headers.get(MCP_PROTOCOL_VERSION_HEADER) or ""
-        streams = self.streams.setdefault(session_id, Streams())
+        streams = self.streams.get(session_id)
+        if streams is None:  # not setdefault: that would build a Streams on every POST
+            streams = self.streams[session_id] = Streams()
         answer = Answer(send, session_id, resumable=version >= RESUMABLE_SINCE, streams=streams)
         scope[SCOPE_KEY] = answer
         answer.watch()
