@@ -180,9 +180,8 @@ class Answer:
         it, and a task per POST (spawned, woken at the end, its scope torn
         down) was a measurable share of a fast call. The keep-alive that a
         slow call gets is a plain asyncio task that `close()` ends and waits
-        for, rather than a member of a task group around the POST: an anyio
-        task group entered and left costs a fast call as much as the timer
-        saves.
+        for, rather than a member of a task group around every POST, which
+        each fast call would pay for and never use.
         """
         self._slow_timer = asyncio.get_running_loop().call_later(STREAM_AFTER, self._spawn_keep_alive)
 
@@ -220,9 +219,9 @@ class Answer:
 
         `abandoned`: the POST's handling failed or is being cancelled, so its
         answer may never be complete; the keep-alive is cancelled rather than
-        left to write one more comment after the ASGI app has returned. A
-        keep-alive that failed otherwise raises its error here, after the
-        call, where the POST's own handling would have raised it.
+        left to write one more comment after the ASGI app has returned.
+        Otherwise, a keep-alive that failed has its error raised here, once
+        the call is over.
         """
         self.settle()
         task = self._keep_alive_task

@@ -234,7 +234,7 @@ class Sessionless:
         answering = False
         # A cancel scope, not a task group: nothing is spawned in it (the watcher below and
         # Answer's keep-alive are plain tasks that end with the POST), and a task group
-        # entered and left costs twice a scope's.
+        # entered and left costs more than a scope.
         with anyio.CancelScope() as withdrawn:
 
             async def watch_disconnect() -> None:
