@@ -186,7 +186,7 @@ async def test_a_call_answered_in_time_starts_no_stream_and_no_task_a_slow_one_s
     fast.watch()
     await fast.close()  # answered within STREAM_AFTER
     await anyio.sleep(0.15)
-    assert wire == [] and asyncio.all_tasks() == before  # nothing sent, nothing spawned for it
+    assert wire == [] and not asyncio.all_tasks() - before  # nothing sent, nothing spawned for it
 
     slow = Answer(record, "s-1")
     slow.watch()
@@ -197,7 +197,7 @@ async def test_a_call_answered_in_time_starts_no_stream_and_no_task_a_slow_one_s
     assert len(comments) >= 2 and set(comments) == {b": waiting for the reply\r\n\r\n"}
     await slow.close()
     written = len(wire)
-    assert asyncio.all_tasks() == before  # close() returned after the keep-alive ended
+    assert not asyncio.all_tasks() - before  # close() returned after the keep-alive ended
     await anyio.sleep(0.15)
     assert len(wire) == written  # and nothing is written after it
 
@@ -235,7 +235,7 @@ async def test_an_abandoned_post_cancels_its_keep_alive_even_mid_write_so_nothin
     for task in asyncio.all_tasks() - before - {closer}:
         task.cancel()  # a keep-alive left stuck would hold close() forever: end it so the test can fail
     await closer
-    assert closed_in_time and asyncio.all_tasks() == before
+    assert closed_in_time and not asyncio.all_tasks() - before
     assert [m["type"] for m in wire] == ["http.response.start", "http.response.body"]
 
 
