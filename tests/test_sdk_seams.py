@@ -157,6 +157,23 @@ def test_uvicorn_server_capture_signals_is_the_override_point() -> None:
     assert "with self.capture_signals():" in inspect.getsource(uvicorn.Server.serve)
 
 
+def test_the_sdk_s_param_header_check_passes_anything_for_a_schema_that_declares_no_valid_header() -> None:
+    """proxy/listen/sessionless.py skips the check for such a schema (worked out once per tool), which is only
+    right while the SDK's check can then never refuse."""
+    from mcp.shared.inbound import find_invalid_x_mcp_header, validate_mcp_param_headers, x_mcp_header_map
+
+    lying = {"mcp-param-region": "us-east", "Mcp-Param-Dry": "true", "mcp-param-x": "1"}
+    undeclared = {"type": "object", "properties": {"region": {"type": "string"}}}
+    invalid = {"type": "object", "properties": {"region": {"type": "object", "x-mcp-header": "Region"}}}
+    declared = {"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}}
+    for schema in (undeclared, invalid):
+        assert find_invalid_x_mcp_header(schema) is not None or not x_mcp_header_map(schema)
+        assert validate_mcp_param_headers(schema, {"region": "eu-west"}, lying) is None
+        assert validate_mcp_param_headers(schema, {}, lying) is None
+    assert find_invalid_x_mcp_header(declared) is None and x_mcp_header_map(declared) == {("region",): "Region"}
+    assert validate_mcp_param_headers(declared, {"region": "eu-west"}, lying) is not None
+
+
 def test_pins_match_what_these_seams_were_read_from() -> None:
     from importlib.metadata import version
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import anyio
 import mcp_types as types
@@ -254,6 +255,35 @@ async def test_a_keep_alive_that_failed_raises_its_error_when_the_answer_closes(
     await anyio.sleep(0.1)
     with pytest.raises(RuntimeError, match="send is broken"):
         await answer.close()
+
+
+def test_whether_a_tool_declares_param_headers_is_worked_out_once_per_catalog_entry(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from proxy.core.catalog import ToolEntry
+    from proxy.listen import sessionless
+
+    walks: list[Any] = []
+    real = sessionless.x_mcp_header_map
+
+    def counted(schema: Any) -> dict:
+        walks.append(schema)
+        return real(schema)
+
+    monkeypatch.setattr(sessionless, "x_mcp_header_map", counted)
+    params = sessionless._HeaderParams()
+    regional = ToolEntry("regional", SCHEMA, None, None)
+    plain = ToolEntry("echo", {"type": "object", "properties": {"text": {"type": "string"}}}, None, None)
+    invalid = ToolEntry("bad", {"type": "object", "properties": {"r": {"type": "array", "x-mcp-header": "R"}}},
+                        None, None)
+    assert [params.declared(e) for e in (regional, plain, invalid, regional, plain, invalid)] == [
+        True, False, False, True, False, False]
+    assert len(walks) == 2  # the invalid schema is rejected before its annotations are mapped, and nothing twice
+    relisted = ToolEntry("regional", {"type": "object", "properties": {"region": {"type": "string"}}}, None, None)
+    assert params.declared(relisted) is False  # a refreshed catalog's entry is its own
+    monkeypatch.setattr(sessionless._HeaderParams, "MAX_ENTRIES", 2)
+    for n in range(5):
+        params.declared(ToolEntry(f"t{n}", SCHEMA, None, None))
+    assert len(params._by_id) <= 2
 
 
 async def test_resumable_answers_keep_a_bounded_log_per_session(monkeypatch: pytest.MonkeyPatch) -> None:

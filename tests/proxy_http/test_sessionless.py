@@ -120,6 +120,32 @@ async def test_a_listen_change_refreshes_the_catalog_before_the_client_hears_of_
     assert [c["arguments"] for c in calls(record) if c["name"] == "mutable"] == [{"x": 1}, {"x": "one"}]
 
 
+async def test_param_headers_that_disagree_with_the_arguments_are_refused_every_time_and_undeclared_ones_ignored(
+        record: Path) -> None:
+    """A load balancer in front of the gate may route on `Mcp-Param-*` headers, so one that says something else
+    than the body is refused before anything is forwarded, as the SDK's server refuses it; a header that no
+    parameter declares is ignored."""
+    def call(request_id: int, name: str, arguments: dict) -> tuple[dict, dict[str, str]]:
+        return request(request_id, "tools/call", {"name": name, "arguments": arguments})
+
+    with anyio.fail_after(60):
+        async with gate_in_front_of(record, "http", UPSTREAM_HEADER_TOOL="1") as (url, _, _):
+            body, headers = call(1, "regional", {"region": "eu-west"})
+            honest = await post_fresh(url, body, {**headers, "mcp-param-region": "eu-west"})
+            assert honest.status_code == 200 and "result" in answer_messages(honest)[-1]
+            for request_id in (2, 3):  # the second time, the tool's declarations are known already
+                body, headers = call(request_id, "regional", {"region": "eu-west"})
+                lying = await post_fresh(url, body, {**headers, "mcp-param-region": "us-east"})
+                assert lying.status_code == 400 and lying.json()["error"]["code"] == types.HEADER_MISMATCH
+            missing = await post_fresh(url, *call(4, "regional", {"region": "eu-west"}))
+            assert missing.status_code == 400 and missing.json()["error"]["code"] == types.HEADER_MISMATCH
+            body, headers = call(5, "echo", {"text": "hi"})
+            stray = await post_fresh(url, body, {**headers, "mcp-param-region": "us-east"})
+            assert stray.status_code == 200 and answer_messages(stray)[-1]["result"]["content"][0]["text"] == "hi"
+    assert [(c["name"], c["arguments"]) for c in calls(record)] == [("regional", {"region": "eu-west"}),
+                                                                     ("echo", {"text": "hi"})]
+
+
 @pytest.mark.parametrize("upstream_kind", UPSTREAMS)
 async def test_raw_posts_on_fresh_connections_are_gated_with_no_request_before_them(
         record: Path, upstream_kind: str) -> None:
