@@ -158,8 +158,8 @@ def test_uvicorn_server_capture_signals_is_the_override_point() -> None:
 
 
 def test_the_sdk_s_param_header_check_passes_anything_for_a_schema_that_declares_no_valid_header() -> None:
-    """proxy/listen/sessionless.py skips the check for such a schema (worked out once per tool), which is only
-    right while the SDK's check can then never refuse."""
+    """The sessionless path skips the check for such a schema (`ToolEntry.declares_param_headers`, worked out once
+    per tool), which is only right while the SDK's check can then never refuse."""
     from mcp.shared.inbound import find_invalid_x_mcp_header, validate_mcp_param_headers, x_mcp_header_map
 
     lying = {"mcp-param-region": "us-east", "Mcp-Param-Dry": "true", "mcp-param-x": "1"}

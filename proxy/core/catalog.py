@@ -12,10 +12,12 @@ import logging
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from types import MappingProxyType
 from typing import Any
 
 import anyio
+from mcp.shared.inbound import find_invalid_x_mcp_header, x_mcp_header_map
 
 import validator
 from validator import CompiledSchema, InputSchemaError
@@ -102,6 +104,16 @@ class ToolEntry:
     # why it could not be; both None when the tool declares no outputSchema.
     output_compiled: CompiledSchema | None = None
     output_error: InputSchemaError | None = None
+
+    @cached_property
+    def declares_param_headers(self) -> bool:
+        """Whether the inputSchema declares `Mcp-Param-*` headers (valid `x-mcp-header` annotations) to compare.
+
+        The SDK's check (`validate_mcp_param_headers`) walks the whole schema
+        twice on every call and can only pass for a schema without them; this
+        depends on the schema alone, so it is worked out once per entry.
+        """
+        return find_invalid_x_mcp_header(self.input_schema) is None and bool(x_mcp_header_map(self.input_schema))
 
     def same_definition(self, other: ToolEntry) -> bool:
         return self.input_schema == other.input_schema and self.output_schema == other.output_schema

@@ -41,16 +41,13 @@ from mcp.shared.inbound import (
     InboundLadderRejection,
     classify_inbound_request,
     find_duplicated_routing_header,
-    find_invalid_x_mcp_header,
     validate_mcp_param_headers,
-    x_mcp_header_map,
 )
 from mcp.shared.message import SessionMessage
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 from starlette.responses import Response
 
-from proxy.core.catalog import ToolEntry
 from proxy.core.jsonrpc import Envelope, dump, envelope_of, frame_of
 from proxy.core.multiplex import Multiplexer, Reply
 from proxy.core.relay import Relay
@@ -102,7 +99,6 @@ class Sessionless:
         # With it, per request, so that no credential outlives the upstream it opened.
         self._fixed_key: tuple[str, UpstreamSpec] | None = None if self._forward else forwarded_spec(spec, (), {})
         self._opening = anyio.Lock()
-        self._header_params = _HeaderParams()
 
     # ---- the shared upstreams ---------------------------------------------------------
 
@@ -298,37 +294,9 @@ class Sessionless:
             return None  # the gate refuses it on its own terms
         catalog = getattr(member.relay.hooks, "catalog", None)
         entry = catalog.get(params["name"]) if catalog is not None else None
-        if entry is None or not isinstance(entry.input_schema, dict) or not self._header_params.declared(entry):
+        if entry is None or not isinstance(entry.input_schema, dict) or not entry.declares_param_headers:
             return None
         return validate_mcp_param_headers(entry.input_schema, arguments or {}, headers)
-
-
-class _HeaderParams:
-    """Whether a tool's inputSchema declares `Mcp-Param-*` headers the SDK's check would compare, per catalog entry.
-
-    The SDK's check walks the whole schema on every request, and for a schema
-    that declares no valid `x-mcp-header` it can only pass: that depends on
-    the schema alone, so it is worked out once per entry. Entries are
-    immutable and a refreshed catalog makes new ones; an entry is held while
-    its answer is kept (so its id is not reused meanwhile), and the cache
-    starts over past MAX_ENTRIES.
-    """
-
-    MAX_ENTRIES = 4096
-
-    def __init__(self) -> None:
-        self._by_id: dict[int, tuple[ToolEntry, bool]] = {}
-
-    def declared(self, entry: ToolEntry) -> bool:
-        cached = self._by_id.get(id(entry))
-        if cached is not None:  # the entry is held with its answer, so no other object has its id
-            return cached[1]
-        schema = entry.input_schema
-        declared = find_invalid_x_mcp_header(schema) is None and bool(x_mcp_header_map(schema))
-        if len(self._by_id) >= self.MAX_ENTRIES:
-            self._by_id.clear()
-        self._by_id[id(entry)] = (entry, declared)
-        return declared
 
 
 def forwarded_spec(spec: UpstreamSpec, names: tuple[str, ...], headers: Mapping[str, str]) -> tuple[str, UpstreamSpec]:

@@ -259,31 +259,27 @@ async def test_a_keep_alive_that_failed_raises_its_error_when_the_answer_closes(
 
 def test_whether_a_tool_declares_param_headers_is_worked_out_once_per_catalog_entry(
         monkeypatch: pytest.MonkeyPatch) -> None:
+    from proxy.core import catalog
     from proxy.core.catalog import ToolEntry
-    from proxy.listen import sessionless
 
     walks: list[Any] = []
-    real = sessionless.x_mcp_header_map
+    real = catalog.x_mcp_header_map
 
     def counted(schema: Any) -> dict:
         walks.append(schema)
         return real(schema)
 
-    monkeypatch.setattr(sessionless, "x_mcp_header_map", counted)
-    params = sessionless._HeaderParams()
+    monkeypatch.setattr(catalog, "x_mcp_header_map", counted)
     regional = ToolEntry("regional", SCHEMA, None, None)
     plain = ToolEntry("echo", {"type": "object", "properties": {"text": {"type": "string"}}}, None, None)
     invalid = ToolEntry("bad", {"type": "object", "properties": {"r": {"type": "array", "x-mcp-header": "R"}}},
                         None, None)
-    assert [params.declared(e) for e in (regional, plain, invalid, regional, plain, invalid)] == [
+    assert [e.declares_param_headers for e in (regional, plain, invalid, regional, plain, invalid)] == [
         True, False, False, True, False, False]
     assert len(walks) == 2  # the invalid schema is rejected before its annotations are mapped, and nothing twice
     relisted = ToolEntry("regional", {"type": "object", "properties": {"region": {"type": "string"}}}, None, None)
-    assert params.declared(relisted) is False  # a refreshed catalog's entry is its own
-    monkeypatch.setattr(sessionless._HeaderParams, "MAX_ENTRIES", 2)
-    for n in range(5):
-        params.declared(ToolEntry(f"t{n}", SCHEMA, None, None))
-    assert len(params._by_id) <= 2
+    assert relisted.declares_param_headers is False  # a refreshed catalog's entry is its own
+    assert relisted == ToolEntry("regional", relisted.input_schema, None, None)  # the answer is not a field
 
 
 async def test_resumable_answers_keep_a_bounded_log_per_session(monkeypatch: pytest.MonkeyPatch) -> None:
