@@ -6,7 +6,7 @@ so the same decisions hold whichever way the messages travel.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -35,8 +35,9 @@ class Rejection:
     error: InputSchemaError | None = None
     arguments: Any = None
     # The machine-readable refusal {kind, instancePath, schemaPath, keyword, message, source};
-    # None: a protocol error (unknown tool, malformed params), always JSON-RPC -32602.
+    # None: a protocol error (unknown tool, malformed params), a JSON-RPC error with `code`.
     data: dict[str, str] | None = None
+    code: int = INVALID_PARAMS  # a protocol error's JSON-RPC code; a listener's check may name its own
 
     def __post_init__(self) -> None:
         if self.data is None and self.error is not None:  # a refusal by the server's schema, unless told otherwise
@@ -45,6 +46,20 @@ class Rejection:
     @property
     def protocol_only(self) -> bool:
         return self.data is None
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerCheck:
+    """One more check of a tools/call, that the listening side attaches to the request as its metadata.
+
+    The hooks run it with the catalog entry the gate has just accepted the
+    call by, so it sees the same revision the gate decided on: never a
+    listing that has not arrived yet, never one a change has replaced. The
+    sessionless listener compares `Mcp-Param-*` headers with the arguments
+    this way. It returns a protocol error (`Rejection.data` None) or None.
+    """
+
+    check: Callable[[ToolEntry, dict[str, Any]], Rejection | None]
 
 
 def _refused(name: str, error: InputSchemaError, arguments: Any, source: str = INPUT_SCHEMA) -> Rejection:
@@ -98,7 +113,7 @@ class Gate:
         SDK throws on a mismatch), so the refusal would never reach the model.
         """
         if rejection.protocol_only:
-            return "error", (INVALID_PARAMS, rejection.message, None)
+            return "error", (rejection.code, rejection.message, None)
         text = describe(rejection)
         data = rejection.data
         if self.reject_as == "protocol-error":

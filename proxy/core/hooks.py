@@ -21,7 +21,7 @@ from validator import InputSchemaError
 
 from proxy.core.audit import AuditLog
 from proxy.core.catalog import Catalog
-from proxy.core.gate import Gate, Rejection
+from proxy.core.gate import Gate, ListenerCheck, Rejection
 from proxy.core.jsonrpc import (
     REQUEST_METHODS,
     Envelope,
@@ -180,6 +180,8 @@ class GuardHooks:
     async def _finish(self, relay: Relay, message: SessionMessage, request: Envelope,
                       rejection: Rejection | None) -> bool:
         """Forward the request exactly as validated (re-serialized from its parsed value), or answer it here."""
+        if rejection is None and type(extra := message.metadata) is ListenerCheck:
+            rejection = self._listener_check(extra, request)
         if rejection is None:
             if self._remember:
                 self._forwarding(relay, request)
@@ -187,6 +189,14 @@ class GuardHooks:
             return True
         await self._reject(relay, request, rejection)
         return True
+
+    def _listener_check(self, extra: ListenerCheck, request: Envelope) -> Rejection | None:
+        """The listener's own check, against the entry the gate has just accepted the call by."""
+        params = request.params  # the gate checked: a dict, a string name, arguments an object or absent
+        entry = self.catalog.get(params["name"])
+        if entry is None:
+            return None
+        return extra.check(entry, params.get("arguments") or {})
 
     def _forwarding(self, relay: Relay, request: Envelope) -> None:
         """Note on the request's InFlight entry the tool (as validated) and when it was seen."""

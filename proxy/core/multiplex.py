@@ -31,6 +31,7 @@ import anyio
 import mcp_types as types
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
 
+from proxy.core.gate import ListenerCheck
 from proxy.core.jsonrpc import Envelope, Frame, envelope_of
 from proxy.core.streams import StreamPair, mailbox
 
@@ -85,14 +86,16 @@ class Multiplexer:
     def open_exchanges(self) -> int:
         return len(self._by_id)
 
-    async def exchange(self, request: Envelope, on_event: EventSink | None = None) -> Reply:
+    async def exchange(self, request: Envelope, on_event: EventSink | None = None,
+                       check: ListenerCheck | None = None) -> Reply:
         """Send one client request through the relay and return its reply, under the client's own id.
 
         `on_event` is shown every upstream message that belongs to the
         request before its reply (progress, a log message, subscription
-        events), already renamed back to the client's names. Cancelling
-        the caller withdraws the request: the relay is told as if the
-        client had sent notifications/cancelled.
+        events), already renamed back to the client's names. `check` goes
+        with a tools/call for the hooks to run where the gate decides it.
+        Cancelling the caller withdraws the request: the relay is told as if
+        the client had sent notifications/cancelled.
         """
         upstream_id = next(self._ids)
         entry = Exchange(request.id, upstream_id, on_event)
@@ -109,7 +112,7 @@ class Multiplexer:
         if params is not None:
             renamed["params"] = params
         try:
-            await self._send.send(Frame("request", renamed))
+            await self._send.send(Frame("request", renamed, metadata=check))
             await entry.done.wait()
         except BaseException:
             if not entry.done.is_set():

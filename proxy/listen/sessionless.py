@@ -48,6 +48,8 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 from starlette.responses import Response
 
+from proxy.core.catalog import ToolEntry
+from proxy.core.gate import ListenerCheck, Rejection
 from proxy.core.jsonrpc import Envelope, dump, envelope_of, frame_of
 from proxy.core.multiplex import Multiplexer, Reply
 from proxy.core.relay import Relay
@@ -218,10 +220,6 @@ class Sessionless:
         member = await self._shared(headers)
         if member.legacy:
             return await _reply(scope, receive, send, _declined(request.id, verdict.protocol_version))
-        rejection = self._param_header_problem(member, request, headers)
-        if rejection is not None:
-            return await _reply(scope, receive, send, _error(request.id, rejection.code, rejection.message))
-
         answer = Answer(send, None)
 
         async def on_event(message: SessionMessage) -> None:
@@ -258,7 +256,8 @@ class Sessionless:
                 if request.method == "subscriptions/listen":
                     await answer.start_stream()
                 answer.watch()
-                reply = await member.mux.exchange(request, on_event)
+                reply = await member.mux.exchange(
+                    request, on_event, _param_header_check(headers) if request.method == "tools/call" else None)
                 if not member.opened:
                     self._retire(member)
                 error = envelope_of(reply).error
@@ -278,25 +277,27 @@ class Sessionless:
             watcher.cancel()
             await answer.close()
 
-    def _param_header_problem(self, member: SharedUpstream, request: Envelope | types.JSONRPCRequest,
-                              headers: Mapping[str, str]) -> InboundLadderRejection | None:
-        """A tools/call whose `Mcp-Param-*` headers disagree with its arguments is refused, as the SDK's server does.
 
-        Headers that a load balancer in front of the gate may route on must say
-        what the body says; the upstream gets headers the gate stamps afresh
-        from the body (proxy/upstream/streamable_http.py), never the client's.
-        """
-        params = request.params if isinstance(request.params, dict) else {}
-        if request.method != "tools/call" or member.relay is None or not isinstance(params.get("name"), str):
+def _param_header_check(headers: Mapping[str, str]) -> ListenerCheck:
+    """A tools/call whose `Mcp-Param-*` headers disagree with its arguments is refused, as the SDK's server does.
+
+    Headers that a load balancer in front of the gate may route on must say
+    what the body says; the upstream gets headers the gate stamps afresh
+    from the body (proxy/upstream/streamable_http.py), never the client's.
+    The comparison needs the tool's schema, so the hooks run it where the gate
+    decides the call, against the same catalog revision: a call that arrives
+    before the upstream has listed its tools waits for the listing like any
+    other, and is compared then.
+    """
+    def check(entry: ToolEntry, arguments: dict[str, Any]) -> Rejection | None:
+        if not isinstance(entry.input_schema, dict) or not entry.declares_param_headers:
             return None
-        arguments = params.get("arguments")
-        if arguments is not None and not isinstance(arguments, dict):
-            return None  # the gate refuses it on its own terms
-        catalog = getattr(member.relay.hooks, "catalog", None)
-        entry = catalog.get(params["name"]) if catalog is not None else None
-        if entry is None or not isinstance(entry.input_schema, dict) or not entry.declares_param_headers:
+        problem = validate_mcp_param_headers(entry.input_schema, arguments, headers)
+        if problem is None:
             return None
-        return validate_mcp_param_headers(entry.input_schema, arguments or {}, headers)
+        return Rejection(entry.name, "header_mismatch", problem.message, code=problem.code)
+
+    return ListenerCheck(check)
 
 
 def forwarded_spec(spec: UpstreamSpec, names: tuple[str, ...], headers: Mapping[str, str]) -> tuple[str, UpstreamSpec]:

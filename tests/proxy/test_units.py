@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from mcp.shared.message import SessionMessage
 
 from proxy.core.catalog import Catalog, Preflights
-from proxy.core.gate import Gate
+from proxy.core.gate import Gate, ListenerCheck, Rejection
 from proxy.core.hooks import GuardHooks
 from proxy.core.relay import Relay
 from proxy.core import jsonrpc
@@ -152,6 +152,69 @@ async def test_list_changed_is_forwarded_after_the_new_revision_and_before_later
         assert received == ["notifications/tools/list_changed", "notifications/message"]
         assert seen_at_forward[0]["properties"]["t"] == {"type": "integer"}  # swapped in before forwarding
         tg.cancel_scope.cancel()
+
+
+async def test_a_listener_s_check_sees_the_revision_the_gate_decided_by_and_its_refusal_is_never_forwarded() -> None:
+    """A call that comes before the first listing, or while a relisting is awaited, is checked by the
+    listener's own check only once the schema it is decided by is there; the check's metadata never travels
+    upstream."""
+    to_proxy_c, client_in = anyio.create_memory_object_stream[Any](100)
+    client_out, from_proxy_c = anyio.create_memory_object_stream[Any](100)
+    to_proxy_u, upstream_in = anyio.create_memory_object_stream[Any](100)
+    upstream_out, from_proxy_u = anyio.create_memory_object_stream[Any](100)
+    catalog = Catalog()
+    relay = Relay((client_in, client_out), (upstream_in, upstream_out), GuardHooks(catalog, Gate(),
+                                                                                   summary=io.StringIO()))
+    first = {"type": "object", "properties": {"t": {"type": "string"}}}
+    second = {"type": "object", "properties": {"t": {"type": "string"}, "u": {"type": "integer"}}}
+    schemas = iter([first, second])
+    forwarded: list[Any] = []
+    seen: list[tuple[Any, Any]] = []
+
+    def check(entry: Any, arguments: dict[str, Any]) -> Rejection | None:
+        seen.append((entry.input_schema, arguments))
+        return Rejection(entry.name, "header_mismatch", "the header lies", code=-32001) if arguments["t"] == "lie" \
+            else None
+
+    def call(request_id: int, t: str) -> Frame:
+        return Frame("request", {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                                 "params": {"name": "echo", "arguments": {"t": t}}}, metadata=ListenerCheck(check))
+
+    async def fake_upstream() -> None:
+        async for item in from_proxy_u:
+            inner = envelope_of(item)
+            if inner.method == "tools/list":
+                await anyio.sleep(0.05)  # calls arrive while the listing is on its way
+                tool = {"name": "echo", "inputSchema": next(schemas)}
+                await to_proxy_u.send(message({"jsonrpc": "2.0", "id": inner.id, "result": {"tools": [tool]}}))
+            elif inner.method == "tools/call":
+                forwarded.append((inner.params["arguments"], item.metadata))
+                await to_proxy_u.send(message({"jsonrpc": "2.0", "id": inner.id, "result": {"content": []}}))
+
+    async def replies(count: int) -> dict[Any, Any]:
+        answered = {}
+        with anyio.fail_after(5):
+            while len(answered) < count:
+                inner = envelope_of(await from_proxy_c.receive())
+                if inner.kind in ("response", "error"):
+                    answered[inner.id] = inner.error if inner.kind == "error" else inner.result
+        return answered
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(fake_upstream)
+        tg.start_soon(relay.run)
+        await to_proxy_c.send(call(1, "lie"))  # the first request: nothing is listed yet
+        await to_proxy_c.send(call(2, "ok"))
+        answered = await replies(2)
+        assert answered[1].code == -32001 and answered[1].message == "the header lies"
+        assert answered[2] == {"content": []}
+        await to_proxy_u.send(message({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}))
+        await anyio.sleep(0.01)
+        await to_proxy_c.send(call(3, "ok"))  # the relisting is awaited: decided by the second revision
+        await replies(1)
+        tg.cancel_scope.cancel()
+    assert seen == [(first, {"t": "lie"}), (first, {"t": "ok"}), (second, {"t": "ok"})]
+    assert forwarded == [({"t": "ok"}, None), ({"t": "ok"}, None)]
 
 
 async def test_a_standing_listen_request_does_not_hold_the_exit_but_is_answered_if_the_upstream_dies() -> None:

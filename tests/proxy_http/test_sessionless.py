@@ -146,6 +146,26 @@ async def test_param_headers_that_disagree_with_the_arguments_are_refused_every_
                                                                      ("echo", {"text": "hi"})]
 
 
+async def test_a_lying_param_header_on_the_first_request_a_gate_sees_is_refused_and_audited(
+        record: Path, tmp_path: Path) -> None:
+    """The headers are compared once the tool's schema is known: a call that arrives before the upstream has
+    listed its tools (the first after start) waits for the listing like any other call, and is not let
+    through for want of a schema to compare against."""
+    audit = tmp_path / "audit.jsonl"
+    with anyio.fail_after(60):
+        async with gate_in_front_of(record, "http", "--audit-log", str(audit), UPSTREAM_HEADER_TOOL="1") as (url, _, _):
+            body, headers = request(1, "tools/call", {"name": "regional", "arguments": {"region": "eu-west"}})
+            lying = await post_fresh(url, body, {**headers, "mcp-param-region": "us-east"})
+            assert lying.status_code == 400 and lying.json()["error"]["code"] == types.HEADER_MISMATCH
+            assert lying.json()["id"] == 1
+            body, headers = request(2, "tools/call", {"name": "regional", "arguments": {"region": "eu-west"}})
+            honest = await post_fresh(url, body, {**headers, "mcp-param-region": "eu-west"})
+            assert honest.status_code == 200 and "result" in answer_messages(honest)[-1]
+    assert [(c["name"], c["arguments"]) for c in calls(record)] == [("regional", {"region": "eu-west"})]
+    refused = [json.loads(line) for line in audit.read_text().splitlines()]
+    assert [(r["tool"], r["kind"]) for r in refused] == [("regional", "header_mismatch")]
+
+
 @pytest.mark.parametrize("upstream_kind", UPSTREAMS)
 async def test_raw_posts_on_fresh_connections_are_gated_with_no_request_before_them(
         record: Path, upstream_kind: str) -> None:
