@@ -151,7 +151,8 @@ def _serve_options(parser: argparse.ArgumentParser) -> None:
                        help="Streamable HTTP listening: answer every request POST with one JSON body, never an "
                        "SSE stream (by default a POST gets a stream when its call sends progress or other "
                        "messages before its reply, or takes longer than a second; with this option those go "
-                       "to the client's GET stream)")
+                       "to the client's GET stream, and are dropped for sessionless 2026-07-28 requests, which "
+                       "have none; a subscriptions/listen answer is always a stream)")
     group.add_argument("--max-sessions", type=int, default=100, metavar="N",
                        help="HTTP listening: at most N client sessions at once (each has its own upstream, for a "
                        "stdio upstream a process); more get 503 (default 100)")

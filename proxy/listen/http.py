@@ -235,7 +235,7 @@ class GateApp:
         self.health = Health(spec)
         self.sessionless = Sessionless(spec, settings, task_group, stop, pool=listen.upstream_pool,
                                        forward_headers=listen.forward_headers, idle_timeout=listen.idle_timeout,
-                                       max_upstreams=listen.max_sessions)
+                                       max_upstreams=listen.max_sessions, json_response=listen.json_response)
 
     def _full(self) -> Response | None:
         if len(self.sessions) + self.sse_sessions < self.listen.max_sessions:

@@ -3,9 +3,9 @@
 At 2026-07-28 a request is a self-contained POST (its `_meta` envelope, the
 `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers), with no
 handshake and no `Mcp-Session-Id`; the answer is one JSON body, or an SSE
-stream scoped to that request (proxy/listen/answer.py decides per call, and
-a `subscriptions/listen` answer is always a stream); a client cancels by
-closing it. Nothing ties one request to the next, so any replica of the
+stream scoped to that request (proxy/listen/answer.py decides per call;
+with --json-response always a JSON body; a `subscriptions/listen` answer is
+always a stream); a client cancels by closing it. Nothing ties one request to the next, so any replica of the
 gate can answer any request (docs/deploy.md).
 
 Requests are gated exactly as in a session: each goes through a shared
@@ -51,7 +51,7 @@ from starlette.responses import Response
 from proxy.core.catalog import ToolEntry
 from proxy.core.gate import ListenerCheck, Rejection
 from proxy.core.jsonrpc import Envelope, dump, envelope_of, frame_of
-from proxy.core.multiplex import Multiplexer, Reply
+from proxy.core.multiplex import EventSink, Multiplexer, Reply
 from proxy.core.relay import Relay
 from proxy.listen.answer import Answer
 from proxy.session import GateSettings, UpstreamSpec, run_session
@@ -87,8 +87,9 @@ class Sessionless:
 
     def __init__(self, spec: UpstreamSpec, settings: GateSettings, task_group: anyio.abc.TaskGroup,
                  stop: anyio.Event, *, pool: int = 1, forward_headers: tuple[str, ...] = (),
-                 idle_timeout: float | None = None, max_upstreams: int = 100) -> None:
+                 idle_timeout: float | None = None, max_upstreams: int = 100, json_response: bool = False) -> None:
         self.spec = spec
+        self._json_response = json_response
         self.settings = settings
         self._tg = task_group
         self._stop = stop
@@ -220,14 +221,11 @@ class Sessionless:
         member = await self._shared(headers)
         if member.legacy:
             return await _reply(scope, receive, send, _declined(request.id, verdict.protocol_version))
-        answer = Answer(send, None)
-
-        async def on_event(message: SessionMessage) -> None:
-            data = message.message.model_dump_json(by_alias=True, exclude_unset=True).encode()
-            try:
-                await answer.event(data)
-            except OSError:
-                pass  # the client is gone; the disconnect watcher withdraws the request
+        # --json-response: one JSON body, as the SDK's server answers in that mode. What belongs to
+        # the request before its reply (progress, a log message) is then dropped: at 2026-07-28 there
+        # is no GET stream to move it to. A subscriptions/listen answer is a stream whatever the mode.
+        answer = None if self._json_response and request.method != "subscriptions/listen" else Answer(send, None)
+        on_event = None if answer is None else _events_to(answer)
 
         answering = False
         # A cancel scope, not a task group: nothing is spawned in it (the watcher below and
@@ -253,9 +251,10 @@ class Sessionless:
             # the watch. It is cancelled below whatever happens, so it never outlives the POST.
             watcher = asyncio.get_running_loop().create_task(watch_disconnect())
             try:
-                if request.method == "subscriptions/listen":
-                    await answer.start_stream()
-                answer.watch()
+                if answer is not None:
+                    if request.method == "subscriptions/listen":
+                        await answer.start_stream()
+                    answer.watch()
                 reply = await member.mux.exchange(
                     request, on_event, _param_header_check(headers) if request.method == "tools/call" else None)
                 if not member.opened:
@@ -269,13 +268,15 @@ class Sessionless:
                                 _field(error, "message"))
                     reply = SessionMessage(_declined(request.id, verdict.protocol_version))
                 answering = True
-                await _answer(answer, reply)
+                await _answer(send if answer is None else answer.send, reply)
             except BaseException:
                 watcher.cancel()
-                await answer.close(abandoned=True)
+                if answer is not None:
+                    await answer.close(abandoned=True)
                 raise
             watcher.cancel()
-            await answer.close()
+            if answer is not None:
+                await answer.close()
 
 
 def _param_header_check(headers: Mapping[str, str]) -> ListenerCheck:
@@ -344,10 +345,22 @@ async def _reply(scope: dict, receive: Any, send: Any, reply: types.JSONRPCError
     await Response(body, status_code=status or _status(reply.error), media_type=_JSON)(scope, receive, send)
 
 
-async def _answer(answer: Answer, reply: Reply) -> None:
-    """The reply through the POST's `Answer`: a JSON body, or the last event of its stream."""
+def _events_to(answer: Answer) -> EventSink:
+    """What belongs to the request before its reply, as events of the POST's `Answer` (which then streams)."""
+    async def on_event(message: SessionMessage) -> None:
+        data = message.message.model_dump_json(by_alias=True, exclude_unset=True).encode()
+        try:
+            await answer.event(data)
+        except OSError:
+            pass  # the client is gone; the disconnect watcher withdraws the request
+
+    return on_event
+
+
+async def _answer(send: Any, reply: Reply) -> None:
+    """The reply as a JSON body: straight to the client, or through the POST's `Answer` (the last event of its
+    stream, if it became one)."""
     body = dump(reply).rstrip(b"\n")
-    await answer.send({"type": "http.response.start", "status": _status(envelope_of(reply).error),
-                       "headers": [(b"content-type", b"application/json"),
-                                   (b"content-length", str(len(body)).encode())]})
-    await answer.send({"type": "http.response.body", "body": body, "more_body": False})
+    await send({"type": "http.response.start", "status": _status(envelope_of(reply).error),
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body, "more_body": False})

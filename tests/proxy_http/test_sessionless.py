@@ -10,6 +10,7 @@ checked against the catalog their own credential lists.
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -290,6 +291,37 @@ async def test_closing_the_post_cancels_the_call_upstream(record: Path, upstream
                 await anyio.sleep(0.05)
             after = await post_fresh(url, *request(10, "tools/call", {"name": "echo", "arguments": {"text": "on"}}))
             assert answer_messages(after)[-1]["result"]["content"][0]["text"] == "on"
+
+
+@pytest.mark.parametrize("upstream_kind", UPSTREAMS)
+async def test_json_response_answers_sessionless_calls_in_one_body_and_closing_the_post_still_cancels(
+        record: Path, upstream_kind: str) -> None:
+    """--json-response: a call's progress is dropped (no GET stream at 2026-07-28) and its reply is one JSON
+    body even after more than a second; a subscriptions/listen answer is still a stream; and the client still
+    cancels by closing its POST."""
+    with anyio.fail_after(60):
+        async with gate_in_front_of(record, upstream_kind, "--json-response") as (url, _, _):
+            body, headers = request(1, "tools/call", {"name": "slow", "arguments": {"steps": 25}})  # about 1.25 s
+            body["params"]["_meta"] = {**ENVELOPE, "progressToken": "mine"}
+            slow = await post_fresh(url, body, headers)
+            assert slow.status_code == 200 and slow.headers["content-type"] == "application/json"
+            assert slow.json()["id"] == 1 and slow.json()["result"]["content"][0]["text"] == "slow done after 25 steps"
+            body, headers = request(2, "subscriptions/listen", {"notifications": {"toolsListChanged": True}})
+            async with raw_client(**headers) as http:
+                async with http.stream("POST", url, content=json.dumps(body)) as listening:
+                    assert listening.headers["content-type"].startswith("text/event-stream")
+            body, headers = request(3, "tools/call", {"name": "slow", "arguments": {"steps": 200}})
+            async with raw_client(**headers) as http:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(functools.partial(http.post, url, content=json.dumps(body)))
+                    while len([c for c in calls(record) if c["name"] == "slow"]) < 2:
+                        await anyio.sleep(0.05)
+                    tg.cancel_scope.cancel()  # the client gives up: its connection closes
+            while not records(record, "cancelled"):
+                await anyio.sleep(0.05)
+            after = await post_fresh(url, *request(4, "tools/call", {"name": "echo", "arguments": {"text": "on"}}))
+            assert after.headers["content-type"] == "application/json" and after.json()["result"]["content"][0][
+                "text"] == "on"
 
 
 def test_the_sessionless_path_is_listed_in_help() -> None:
