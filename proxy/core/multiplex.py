@@ -62,6 +62,30 @@ class Exchange:
         self.done = asyncio.Event()
 
 
+class Withdrawn(Exception):
+    """The exchange was withdrawn before its reply: its client went away, and the upstream was told."""
+
+
+class Withdrawal:
+    """How another task withdraws one exchange (a sessionless client closing its POST).
+
+    Explicit rather than a cancel scope around the exchange: nothing but the
+    wait for the reply needs stopping, and a scope costs the caller more
+    than the rest of the withdrawal machinery on every request.
+    """
+
+    __slots__ = ("_entry", "called")
+
+    def __init__(self) -> None:
+        self._entry: Exchange | None = None
+        self.called = False
+
+    def withdraw(self) -> None:
+        self.called = True
+        if self._entry is not None:
+            self._entry.done.set()  # with no reply: exchange() tells the upstream and raises Withdrawn
+
+
 class _Writer:
     def __init__(self, mux: Multiplexer) -> None:
         self._mux = mux
@@ -87,18 +111,23 @@ class Multiplexer:
         return len(self._by_id)
 
     async def exchange(self, request: Envelope, on_event: EventSink | None = None,
-                       check: ListenerCheck | None = None) -> Reply:
+                       check: ListenerCheck | None = None, withdrawal: Withdrawal | None = None) -> Reply:
         """Send one client request through the relay and return its reply, under the client's own id.
 
         `on_event` is shown every upstream message that belongs to the
         request before its reply (progress, a log message, subscription
         events), already renamed back to the client's names. `check` goes
         with a tools/call for the hooks to run where the gate decides it.
-        Cancelling the caller withdraws the request: the relay is told as if
-        the client had sent notifications/cancelled.
+        `withdrawal.withdraw()`, or cancelling the caller, withdraws the
+        request: the relay is told as if the client had sent
+        notifications/cancelled (and the former raises Withdrawn here).
         """
+        if withdrawal is not None and withdrawal.called:
+            raise Withdrawn
         upstream_id = next(self._ids)
         entry = Exchange(request.id, upstream_id, on_event)
+        if withdrawal is not None:
+            withdrawal._entry = entry
         params = request.params
         meta = params.get("_meta") if isinstance(params, dict) else None
         if isinstance(meta, dict) and "progressToken" in meta:
@@ -114,14 +143,15 @@ class Multiplexer:
         try:
             await self._send.send(Frame("request", renamed, metadata=check))
             await entry.done.wait()
+            if entry.reply is None:
+                raise Withdrawn
         except BaseException:
-            if not entry.done.is_set():
+            if entry.reply is None:
                 with anyio.CancelScope(shield=True), anyio.move_on_after(1):
                     await self._cancel(upstream_id)
             raise
         finally:
             self._forget(entry)
-        assert entry.reply is not None
         return entry.reply
 
     async def _cancel(self, upstream_id: int) -> None:

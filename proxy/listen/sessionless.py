@@ -51,7 +51,7 @@ from starlette.responses import Response
 from proxy.core.catalog import ToolEntry
 from proxy.core.gate import ListenerCheck, Rejection
 from proxy.core.jsonrpc import Envelope, dump, envelope_of, frame_of
-from proxy.core.multiplex import EventSink, Multiplexer, Reply
+from proxy.core.multiplex import EventSink, Multiplexer, Reply, Withdrawal, Withdrawn
 from proxy.core.relay import Relay
 from proxy.listen.answer import Answer
 from proxy.session import GateSettings, UpstreamSpec, run_session
@@ -227,56 +227,55 @@ class Sessionless:
         answer = None if self._json_response and request.method != "subscriptions/listen" else Answer(send, None)
         on_event = None if answer is None else _events_to(answer)
 
-        answering = False
-        # A cancel scope, not a task group: nothing is spawned in it (the watcher below and
-        # Answer's keep-alive are plain tasks that end with the POST), and a task group
-        # entered and left costs more than a scope.
-        with anyio.CancelScope() as withdrawn:
+        withdrawal = Withdrawal()
 
-            async def watch_disconnect() -> None:
-                # After the answer is complete the server reports a disconnect too (ASGI); only one
-                # before it is the client closing its POST, which withdraws the request upstream
-                # (Multiplexer.exchange). Nothing is cancelled on the normal path: anyio's
-                # CancelScope.cancel formats the task's repr, a real share of a fast call's cost.
-                try:
-                    while (await receive())["type"] != "http.disconnect":
-                        pass
-                except Exception:  # noqa: BLE001 - the server failed to say; the answer's send will find out
-                    return
-                if not answering:
-                    withdrawn.cancel()
-
-            # A plain asyncio task rather than an anyio one: spawning into an anyio
-            # group (a task-info record, a cancel scope, a name) costs more than the rest of
-            # the watch. It is cancelled below whatever happens, so it never outlives the POST.
-            watcher = asyncio.get_running_loop().create_task(watch_disconnect())
+        async def watch_disconnect() -> None:
+            # After the answer is complete the server reports a disconnect too (ASGI); only one
+            # before the reply is the client closing its POST, which withdraws the request
+            # upstream (Multiplexer.exchange raises Withdrawn then, and there is no one to answer).
             try:
-                if answer is not None:
-                    if request.method == "subscriptions/listen":
-                        await answer.start_stream()
-                    answer.watch()
-                reply = await member.mux.exchange(
-                    request, on_event, _param_header_check(headers) if request.method == "tools/call" else None)
-                if not member.opened:
-                    self._retire(member)
-                error = envelope_of(reply).error
-                if request.method == "server/discover" and error is not None and (
-                        _field(error, "code") != types.UNSUPPORTED_PROTOCOL_VERSION):
-                    member.legacy = True
-                    logger.info("mcp-schema-gate: the upstream answered server/discover with an error (%s); "
-                                "sessionless requests are declined so that clients fall back to sessions",
-                                _field(error, "message"))
-                    reply = SessionMessage(_declined(request.id, verdict.protocol_version))
-                answering = True
-                await _answer(send if answer is None else answer.send, reply)
-            except BaseException:
-                watcher.cancel()
-                if answer is not None:
-                    await answer.close(abandoned=True)
-                raise
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+            except Exception:  # noqa: BLE001 - the server failed to say; the answer's send will find out
+                return
+            withdrawal.withdraw()
+
+        # A plain asyncio task rather than an anyio one: spawning into an anyio
+        # group (a task-info record, a cancel scope, a name) costs more than the rest of
+        # the watch. It is cancelled below whatever happens, so it never outlives the POST.
+        watcher = asyncio.get_running_loop().create_task(watch_disconnect())
+        try:
+            if answer is not None:
+                if request.method == "subscriptions/listen":
+                    await answer.start_stream()
+                answer.watch()
+            reply = await member.mux.exchange(
+                request, on_event, _param_header_check(headers) if request.method == "tools/call" else None,
+                withdrawal)
+            if not member.opened:
+                self._retire(member)
+            error = envelope_of(reply).error
+            if request.method == "server/discover" and error is not None and (
+                    _field(error, "code") != types.UNSUPPORTED_PROTOCOL_VERSION):
+                member.legacy = True
+                logger.info("mcp-schema-gate: the upstream answered server/discover with an error (%s); "
+                            "sessionless requests are declined so that clients fall back to sessions",
+                            _field(error, "message"))
+                reply = SessionMessage(_declined(request.id, verdict.protocol_version))
+            await _answer(send if answer is None else answer.send, reply)
+        except Withdrawn:
             watcher.cancel()
             if answer is not None:
-                await answer.close()
+                await answer.close(abandoned=True)
+            return
+        except BaseException:
+            watcher.cancel()
+            if answer is not None:
+                await answer.close(abandoned=True)
+            raise
+        watcher.cancel()
+        if answer is not None:
+            await answer.close()
 
 
 def _param_header_check(headers: Mapping[str, str]) -> ListenerCheck:

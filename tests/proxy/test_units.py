@@ -315,6 +315,37 @@ async def test_the_multiplexer_gives_an_sdk_model_reply_back_under_the_client_s_
     assert reply.message == types.JSONRPCError(jsonrpc="2.0", id=3, error=error)
 
 
+async def test_a_withdrawn_exchange_tells_the_relay_raises_withdrawn_and_drops_the_late_reply() -> None:
+    from proxy.core.multiplex import Multiplexer, Withdrawal, Withdrawn
+
+    mux = Multiplexer()
+    upstream_side, writer = mux.streams
+    request = Frame("request", {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x"}})
+    withdrawal = Withdrawal()
+    outcome: list[Any] = []
+
+    async def client() -> None:
+        try:
+            outcome.append(await mux.exchange(request, withdrawal=withdrawal))
+        except Withdrawn:
+            outcome.append("withdrawn")
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(client)
+            forwarded = await upstream_side.receive()
+            withdrawal.withdraw()
+            cancelled = await upstream_side.receive()
+        assert outcome == ["withdrawn"] and mux.open_exchanges == 0
+        assert (cancelled.method, cancelled.params["requestId"]) == ("notifications/cancelled", forwarded.id)
+        await writer.send(Frame("response", {"jsonrpc": "2.0", "id": forwarded.id, "result": {}}))  # dropped
+        assert mux.open_exchanges == 0
+        with pytest.raises(Withdrawn):  # withdrawn before it was sent: nothing reaches the relay
+            await mux.exchange(request, withdrawal=withdrawal)
+        with anyio.move_on_after(0.05):
+            assert await upstream_side.receive() is None
+
+
 _JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
