@@ -8,6 +8,7 @@ and what SDK change would remove it.
 from __future__ import annotations
 
 import inspect
+import re
 
 import pytest
 
@@ -84,8 +85,15 @@ def test_post_writer_s_request_branch_is_what_dispatch_mirrors() -> None:
                  "self._in_flight_posts[message.id] = post",
                  "tg.start_soon(self._run_request_post, handle_request_async, post, message.id)"):
         assert line in source, line
-    assert signature(StreamableHTTPTransport._run_request_post) == (
-        "(self, post_fn: 'Callable[[], Awaitable[None]]', post: '_InFlightPost', request_id: 'RequestId') -> 'None'")
+    # dispatch runs the POST in a task of its own and gives `_InFlightPost` a `_TaskAbort` for its scope,
+    # which cancels that task: right only while the SDK does nothing with a scope it did not enter itself
+    # but cancel it, and drops the entry after the POST as dispatch's done callback does.
+    import mcp.client.streamable_http as sdk_module
+
+    uses = re.findall(r"[.]scope\b.{0,10}", inspect.getsource(sdk_module))
+    assert sorted(set(uses)) == [".scope.cancel()", ".scope:"], uses
+    run = inspect.getsource(StreamableHTTPTransport._run_request_post)
+    assert "with post.scope:" in run and "if self._in_flight_posts.get(request_id) is post:" in run
     transport = StreamableHTTPTransport("http://127.0.0.1:9/mcp")
     assert transport._protocol_version_header is None and transport._in_flight_posts == {}
 

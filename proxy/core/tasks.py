@@ -55,16 +55,20 @@ class Spawner:
                         task.cancel()
                     await asyncio.wait(list(self._tasks), timeout=RECANCEL_INTERVAL)
 
-    def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
-        """Run `fn(*args)` in a task of its own. Once the group is ending, the task is cancelled before it starts."""
+    def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> asyncio.Task[Any]:
+        """Run `fn(*args)` in a task of its own, and return it (cancelling it ends it as the group would).
+
+        Once the group is ending, the task is cancelled before it starts.
+        """
         if self._loop is None:
             raise RuntimeError("Spawner.start_soon before Spawner.run was started in a task group")
         task = self._loop.create_task(fn(*args))
         if self._ended:
             task.cancel()  # never runs a line; awaited by no one, as the group has been left
-            return
+            return task
         self._tasks.add(task)
         task.add_done_callback(self._done)
+        return task
 
     def _done(self, task: asyncio.Task[Any]) -> None:
         self._tasks.discard(task)

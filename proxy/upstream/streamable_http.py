@@ -19,6 +19,7 @@ which a relay (no session layer) has to supply itself:
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import json
@@ -70,6 +71,27 @@ def transport_for(url: str, explicit: str | None = None) -> str:
         return explicit
     path = urlsplit(url).path.rstrip("/")
     return "sse" if path.endswith("/sse") else "http"
+
+
+class _TaskAbort:
+    """The abort of one 2026-07-28 request POST, for the SDK's `_InFlightPost.scope`: it cancels the POST's task.
+
+    The SDK aborts a POST by calling `post.scope.cancel()` (a cancelled
+    request, a reused id) and, in its own `_run_request_post`, runs the POST
+    inside that anyio scope. Here the POST has a plain task to itself
+    (`Spawner`), so cancelling the task is the same abort, without a cancel
+    scope entered and left on every request (tests/test_sdk_seams.py pins
+    that `cancel()` is all the SDK asks of it).
+    """
+
+    __slots__ = ("task",)
+
+    def __init__(self) -> None:
+        self.task: asyncio.Task[Any] | None = None
+
+    def cancel(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
 
 
 class HeaderStamper:
@@ -294,11 +316,12 @@ class _TaggingTransport(StreamableHTTPTransport):
         For a request other than `initialize`, over the lean pool, this is
         `post_writer`'s request branch: record the stamped protocol version
         and run `_handle_post_request` in a task of its own (a `Spawner` task). At 2026-07-28 the
-        POST runs inside an abort scope registered as `post_writer` registers
-        it, since closing the POST is how a request is cancelled there (and a
-        reused id cuts its predecessor short). Before 2026-07-28 the scope has
-        no use but the latter, and is left out: a request whose id the client
-        reuses while it is in flight still gets its own answer. This saves the
+        POST is registered for abort as `post_writer` registers it, since
+        closing the POST is how a request is cancelled there (and a reused id
+        cuts its predecessor short); its abort cancels its task (`_TaskAbort`),
+        which runs nothing else. Before 2026-07-28 the abort has no use but
+        the latter, and is left out: a request whose id the client reuses
+        while it is in flight still gets its own answer. This saves the
         branch's stream hop, per-message context, pydantic model and eager
         debug repr. Everything else (notifications, replies, `initialize`, the
         SDK's own httpx2 POST) goes through `post_writer`.
@@ -315,13 +338,21 @@ class _TaggingTransport(StreamableHTTPTransport):
         if self._protocol_version_header not in MODERN_PROTOCOL_VERSIONS:
             tasks.start_soon(self._handle_post_request, ctx)
             return True
-        post = _InFlightPost(scope=anyio.CancelScope(), modern=True)
+        abort = _TaskAbort()
+        post = _InFlightPost(scope=abort, modern=True)  # type: ignore[arg-type] # the SDK only calls scope.cancel()
         superseded = self._in_flight_posts.get(frame.id)
         if superseded is not None:
             superseded.scope.cancel()
         self._in_flight_posts[frame.id] = post
-        tasks.start_soon(self._run_request_post, functools.partial(self._handle_post_request, ctx), post, frame.id)
+        abort.task = tasks.start_soon(self._handle_post_request, ctx)
+        # However the task ends (even cancelled before its first step), its entry goes, unless a
+        # reused id has registered a successor under the same key (as `_run_request_post` guards).
+        abort.task.add_done_callback(functools.partial(self._post_ended, frame.id, post))
         return True
+
+    def _post_ended(self, request_id: Any, post: _InFlightPost, _task: Any) -> None:
+        if self._in_flight_posts.get(request_id) is post:
+            del self._in_flight_posts[request_id]
 
     async def _post_lean(self, ctx, pool: PostPool) -> None:
         """The SDK's `_handle_post_request`, over `PostPool` (see proxy/upstream/post_pool.py for why).

@@ -377,3 +377,48 @@ async def test_the_session_inbox_takes_what_the_transport_parsed_and_ends_when_i
             async for item in inbox:
                 got.append(item)
     assert got == ["first", "second"]
+
+
+async def test_a_2026_07_28_post_is_aborted_by_cancelling_its_task_and_its_entry_goes_however_it_ends() -> None:
+    """dispatch registers each modern POST for abort as the SDK does; the abort cancels the POST's own task
+    (before its first step too), the entry is dropped when the task ends, and a reused id cuts its
+    predecessor short while the successor stays registered."""
+    from proxy.core.tasks import Spawner
+    from proxy.upstream.streamable_http import _TaggingTransport
+
+    transport = _TaggingTransport("http://127.0.0.1:9/mcp", pool=object())  # type: ignore[arg-type]
+    started: list[Any] = []
+    cancelled: list[Any] = []
+
+    async def post(ctx: Any) -> None:
+        started.append(ctx.session_message.id)
+        try:
+            await anyio.sleep_forever()
+        except asyncio.CancelledError:
+            cancelled.append(ctx.session_message.id)
+            raise
+
+    transport._handle_post_request = post  # type: ignore[method-assign]
+    headers = {"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call"}
+
+    def dispatch(spawner: Spawner, request_id: int) -> None:
+        frame = Frame("request", {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {}})
+        assert transport.dispatch(frame, headers, client=None, read_stream_writer=None, tasks=spawner)
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            spawner = Spawner()
+            await tg.start(spawner.run)
+            dispatch(spawner, 1)
+            transport._in_flight_posts[1].scope.cancel()  # before the task's first step
+            dispatch(spawner, 2)
+            await anyio.sleep(0.01)
+            transport._in_flight_posts[2].scope.cancel()  # mid-POST
+            dispatch(spawner, 3)
+            await anyio.sleep(0.01)
+            dispatch(spawner, 3)  # the same id again: the first POST is cut short
+            await anyio.sleep(0.01)
+            assert started == [2, 3, 3] and cancelled == [2, 3]
+            assert list(transport._in_flight_posts) == [3]
+            tg.cancel_scope.cancel()
+    assert cancelled == [2, 3, 3] and transport._in_flight_posts == {}
