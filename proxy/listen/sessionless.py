@@ -5,8 +5,9 @@ At 2026-07-28 a request is a self-contained POST (its `_meta` envelope, the
 handshake and no `Mcp-Session-Id`; the answer is one JSON body, or an SSE
 stream scoped to that request (proxy/listen/answer.py decides per call;
 with --json-response always a JSON body; a `subscriptions/listen` answer is
-always a stream); a client cancels by closing it. Nothing ties one request to the next, so any replica of the
-gate can answer any request (docs/deploy.md).
+always a stream); a client cancels by closing it. Nothing ties one request
+to the next, so any replica of the gate can answer any request
+(docs/deploy.md).
 
 Requests are gated exactly as in a session: each goes through a shared
 `Relay` with its `GuardHooks` and `Catalog` (proxy/session.py:run_session
@@ -263,15 +264,12 @@ class Sessionless:
                             _field(error, "message"))
                 reply = SessionMessage(_declined(request.id, verdict.protocol_version))
             await _answer(send if answer is None else answer.send, reply)
-        except Withdrawn:
+        except BaseException as exc:
             watcher.cancel()
             if answer is not None:
                 await answer.close(abandoned=True)
-            return
-        except BaseException:
-            watcher.cancel()
-            if answer is not None:
-                await answer.close(abandoned=True)
+            if isinstance(exc, Withdrawn):
+                return  # the client closed its POST: no one to answer
             raise
         watcher.cancel()
         if answer is not None:
