@@ -52,8 +52,8 @@ class Rejection:
 class ListenerCheck:
     """One more check of a tools/call, that the listening side attaches to the request as its metadata.
 
-    The hooks run it with the catalog entry the gate has just accepted the
-    call by, so it sees the same revision the gate decided on: never a
+    `Gate.check` runs it with the catalog entry it has just accepted the
+    arguments by, so it sees the same revision the gate decided on: never a
     listing that has not arrived yet, never one a change has replaced. The
     sessionless listener compares `Mcp-Param-*` headers with the arguments
     this way. It returns a protocol error (`Rejection.data` None) or None.
@@ -70,8 +70,13 @@ class Gate:
     def __init__(self, reject_as: RejectAs = "tool-error") -> None:
         self.reject_as = reject_as
 
-    def check(self, params: Any, tools: Mapping[str, ToolEntry]) -> Rejection | None:
-        """None means: forward the request exactly as it is (it is what was validated)."""
+    def check(self, params: Any, tools: Mapping[str, ToolEntry],
+              extra: ListenerCheck | None = None) -> Rejection | None:
+        """None means: forward the request exactly as it is (it is what was validated).
+
+        `extra`, the listening side's own check of this call, runs last, with
+        the entry the arguments were accepted by.
+        """
         if not isinstance(params, dict):
             return Rejection(None, "invalid_params", "Invalid params: tools/call params must be an object")
         name = params.get("name")
@@ -101,7 +106,7 @@ class Gate:
                 problem = as_schema_error(exc)
             if problem is not None:
                 return _refused(name, problem, arguments, POLICY)
-        return None
+        return extra.check(entry, arguments) if extra is not None else None
 
     def reply(self, rejection: Rejection, modern: bool, output_schema: Any = None) -> tuple[str, Any]:
         """("result", CallToolResult dict) or ("error", (code, message, data)).

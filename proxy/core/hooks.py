@@ -114,8 +114,10 @@ class GuardHooks:
     async def _on_call(self, relay: Relay, message: SessionMessage, request: Envelope) -> bool:
         if self.metrics.enabled and (flight := relay.request(request.id)) is not None:
             flight.seen = time.perf_counter()
+        # A listening side's own check of the call (proxy/core/gate.py), in the request's metadata.
+        extra = message.metadata if type(message.metadata) is ListenerCheck else None
         if self.catalog.built.is_set() and self._stale is None and not self._expired():
-            rejection = self._check(request.params)
+            rejection = self._check(request.params, extra)
             if rejection is None or rejection.kind != "unknown_tool":
                 return await self._finish(relay, message, request, rejection)
         # The catalog is not ready, a newer revision is on its way, or the tool
@@ -125,19 +127,19 @@ class GuardHooks:
         entry = relay.request(request.id)
         if entry is not None:
             entry.deciding = scope
-        relay.spawn(self._deferred_call, relay, message, request, scope)
+        relay.spawn(self._deferred_call, relay, message, request, extra, scope)
         return True
 
     async def _deferred_call(self, relay: Relay, message: SessionMessage, request: Envelope,
-                             scope: anyio.CancelScope) -> None:
+                             extra: ListenerCheck | None, scope: anyio.CancelScope) -> None:
         with scope:
-            rejection = await self._decide(relay, request)
+            rejection = await self._decide(relay, request, extra)
             entry = relay.request(request.id)
             if entry is not None:
                 entry.deciding = None
             await self._finish(relay, message, request, rejection)
 
-    async def _decide(self, relay: Relay, request: Envelope) -> Rejection | None:
+    async def _decide(self, relay: Relay, request: Envelope, extra: ListenerCheck | None) -> Rejection | None:
         if not self.catalog.built.is_set():
             self._start_build(relay)
             await self.catalog.built.wait()
@@ -154,14 +156,14 @@ class GuardHooks:
                     f"the server announced a change to its tools and the new list did not arrive within "
                     f"{STALE_WAIT:g} s, so the call could not be checked against the current schema; retry shortly")
                 return Rejection(name if isinstance(name, str) else None, error.kind, error.message, error)
-        rejection = self._check(request.params)
+        rejection = self._check(request.params, extra)
         if rejection is not None and rejection.kind == "unknown_tool":
             # A call the upstream ran may have changed its tools; calls the gate
             # refused cannot have, so a stream of unknown names costs one listing.
             recent = anyio.current_time() - self._last_listed < UNKNOWN_REFRESH_INTERVAL
             if not recent or self._calls_answered or self._listing is not None:
                 await self.refresh(relay)
-                rejection = self._check(request.params)
+                rejection = self._check(request.params, extra)
         return rejection
 
     def _expired(self) -> bool:
@@ -169,19 +171,17 @@ class GuardHooks:
         ttl = self.catalog_ttl
         return ttl is not None and anyio.current_time() - self._last_listed >= ttl
 
-    def _check(self, params: Any) -> Rejection | None:
+    def _check(self, params: Any, extra: ListenerCheck | None) -> Rejection | None:
         if not self.metrics.enabled:
-            return self.gate.check(params, self.catalog.tools)
+            return self.gate.check(params, self.catalog.tools, extra)
         start = time.perf_counter()
-        rejection = self.gate.check(params, self.catalog.tools)
+        rejection = self.gate.check(params, self.catalog.tools, extra)
         self.metrics.validation_time("arguments", time.perf_counter() - start)
         return rejection
 
     async def _finish(self, relay: Relay, message: SessionMessage, request: Envelope,
                       rejection: Rejection | None) -> bool:
         """Forward the request exactly as validated (re-serialized from its parsed value), or answer it here."""
-        if rejection is None and type(extra := message.metadata) is ListenerCheck:
-            rejection = self._listener_check(extra, request)
         if rejection is None:
             if self._remember:
                 self._forwarding(relay, request)
@@ -189,14 +189,6 @@ class GuardHooks:
             return True
         await self._reject(relay, request, rejection)
         return True
-
-    def _listener_check(self, extra: ListenerCheck, request: Envelope) -> Rejection | None:
-        """The listener's own check, against the entry the gate has just accepted the call by."""
-        params = request.params  # the gate checked: a dict, a string name, arguments an object or absent
-        entry = self.catalog.get(params["name"])
-        if entry is None:
-            return None
-        return extra.check(entry, params.get("arguments") or {})
 
     def _forwarding(self, relay: Relay, request: Envelope) -> None:
         """Note on the request's InFlight entry the tool (as validated) and when it was seen."""

@@ -102,6 +102,25 @@ def test_gate_protocol_errors() -> None:
     assert gate.check({"name": "nope"}, catalog.tools).kind == "unknown_tool"
 
 
+def test_a_listener_s_check_runs_last_with_the_accepted_entry_and_its_code_is_the_reply_s() -> None:
+    catalog = Catalog()
+    catalog.replace([ECHO])
+    gate = Gate()
+    seen: list[tuple[Any, Any]] = []
+
+    def check(entry: Any, arguments: dict[str, Any]) -> Rejection | None:
+        seen.append((entry, arguments))
+        return Rejection(entry.name, "header_mismatch", "the header lies", code=-32001)
+
+    extra = ListenerCheck(check)
+    assert gate.check({"name": "echo", "arguments": {"t": 1}}, catalog.tools, extra).kind == "validation"
+    assert gate.check({"name": "nope", "arguments": {}}, catalog.tools, extra).kind == "unknown_tool"
+    assert seen == []  # never for a call the gate refuses on its own terms
+    rejection = gate.check({"name": "echo", "arguments": {"t": "x"}}, catalog.tools, extra)
+    assert seen == [(catalog.get("echo"), {"t": "x"})]
+    assert gate.reply(rejection, modern=True) == ("error", (-32001, "the header lies", None))
+
+
 def test_parse_line_keeps_what_the_sdk_parser_loses() -> None:
     assert parse_line(b'{"jsonrpc":"2.0","id":1.0,"method":"x"}').reply_id == 1.0
     assert parse_line(b'{"jsonrpc":"2.0","id":true,"method":"x"}').reply_id is None
