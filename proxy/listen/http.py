@@ -27,6 +27,7 @@ traffic.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import ipaddress
 import json
@@ -505,7 +506,9 @@ class _HttpProtocol(HttpToolsProtocol):
     limit, its httptools protocol does not). httptools over h11: the same
     uvicorn, a C parser (docs/performance.md has the A/B). It reads
     `transport` and overrides parser callbacks and `data_received`, uvicorn
-    internals pinned and guarded by tests/test_sdk_seams.py.
+    internals pinned and guarded by tests/test_sdk_seams.py. It hands uvicorn
+    a `_OneWriteTransport`, so that a response's head and body leave in one
+    write (tests/proxy_http/test_http_units.py drives this protocol to check).
     """
 
     header_timeout: float | None = None
@@ -514,7 +517,7 @@ class _HttpProtocol(HttpToolsProtocol):
     _header_deadline: LazyDeadline | None = None  # one timer per connection, not per request (core/deadline.py)
 
     def connection_made(self, transport: Any) -> None:
-        super().connection_made(transport)
+        super().connection_made(_OneWriteTransport(transport, self.loop))
         if self.header_timeout is not None:
             self._header_deadline = LazyDeadline(self.loop, self._headers_too_slow)
         self._await_headers()
@@ -549,6 +552,64 @@ class _HttpProtocol(HttpToolsProtocol):
     def _headers_too_slow(self) -> None:
         if self._headers_pending and not self.transport.is_closing():
             self.transport.close()
+
+
+class _OneWriteTransport:
+    """A connection's transport whose writes within one step of the event loop go out as one.
+
+    uvicorn writes a response's status line and headers, then its body, as
+    two transport writes: two system calls and, with TCP_NODELAY, two
+    segments, each of which may wake the client. Held until the current
+    step ends, they leave in one write; the order of writes is kept, and
+    `close()` (uvicorn closes after a response that ends the connection)
+    sends what is held first. Everything else is the transport's own.
+    """
+
+    __slots__ = ("_transport", "_loop", "_held")
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        self._transport = transport
+        self._loop = loop
+        self._held: list[bytes] | None = None
+
+    def write(self, data: bytes) -> None:
+        data = data if type(data) is bytes else bytes(data)  # a caller may reuse a mutable buffer
+        held = self._held
+        if held is None:
+            self._held = [data]
+            self._loop.call_soon(self._flush)
+        else:
+            held.append(data)
+
+    def writelines(self, chunks: Any) -> None:
+        for chunk in chunks:
+            self.write(chunk)
+
+    def _flush(self) -> None:
+        held, self._held = self._held, None
+        if held and not self._transport.is_closing():
+            self._transport.write(held[0] if len(held) == 1 else b"".join(held))
+
+    def close(self) -> None:
+        self._flush()
+        self._transport.close()
+
+    def write_eof(self) -> None:
+        self._flush()
+        self._transport.write_eof()
+
+    def abort(self) -> None:
+        self._held = None
+        self._transport.abort()
+
+    def is_closing(self) -> bool:
+        return self._transport.is_closing()
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return self._transport.get_extra_info(name, default)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
 
 
 class _Server(uvicorn.Server):

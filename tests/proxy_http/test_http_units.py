@@ -422,3 +422,103 @@ async def test_a_2026_07_28_post_is_aborted_by_cancelling_its_task_and_its_entry
             assert list(transport._in_flight_posts) == [3]
             tg.cancel_scope.cancel()
     assert cancelled == [2, 3, 3] and transport._in_flight_posts == {}
+
+
+class _RecordingTransport:
+    """An asyncio transport that records what is written to it."""
+
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+        self.events: list[str] = []
+        self.closing = False
+
+    def write(self, data: bytes) -> None:
+        self.writes.append(bytes(data))
+        self.events.append("write")
+
+    def close(self) -> None:
+        self.closing = True
+        self.events.append("close")
+
+    def abort(self) -> None:
+        self.closing = True
+        self.events.append("abort")
+
+    def is_closing(self) -> bool:
+        return self.closing
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return {"peername": ("127.0.0.1", 5), "sockname": ("127.0.0.1", 6)}.get(name, default)
+
+    def pause_reading(self) -> None:
+        self.events.append("pause_reading")
+
+    def resume_reading(self) -> None:
+        self.events.append("resume_reading")
+
+
+async def test_writes_within_one_loop_step_leave_as_one_in_order_and_close_sends_what_is_held_first() -> None:
+    from proxy.listen.http import _OneWriteTransport
+
+    real = _RecordingTransport()
+    transport = _OneWriteTransport(real, asyncio.get_running_loop())  # type: ignore[arg-type]
+    buffer = bytearray(b"head ")
+    transport.write(buffer)
+    buffer[:] = b"XXXXX"  # a caller reusing its buffer does not change what was written
+    transport.writelines([b"body ", b"more"])
+    assert real.writes == []
+    await asyncio.sleep(0)
+    assert real.writes == [b"head body more"]
+    transport.write(b"last")
+    transport.close()
+    assert real.events == ["write", "write", "close"] and real.writes[-1] == b"last"
+    await asyncio.sleep(0)
+    assert len(real.writes) == 2  # nothing sent twice, nothing after the close
+    assert transport.get_extra_info("peername") == ("127.0.0.1", 5) and transport.is_closing()
+
+
+async def test_held_writes_are_dropped_when_the_connection_is_aborted_or_already_closing() -> None:
+    from proxy.listen.http import _OneWriteTransport
+
+    real = _RecordingTransport()
+    transport = _OneWriteTransport(real, asyncio.get_running_loop())  # type: ignore[arg-type]
+    transport.write(b"lost")
+    transport.abort()
+    await asyncio.sleep(0)
+    assert real.writes == [] and real.events == ["abort"]
+    other = _RecordingTransport()
+    transport = _OneWriteTransport(other, asyncio.get_running_loop())  # type: ignore[arg-type]
+    transport.write(b"too late")
+    other.closing = True  # the peer went away within the step
+    await asyncio.sleep(0)
+    assert other.writes == []
+
+
+async def test_the_listener_s_http_protocol_answers_a_request_with_one_write_of_head_and_body() -> None:
+    """Through uvicorn's own protocol, as the gate serves: a response's head and body leave in one write."""
+    import uvicorn
+    from uvicorn.server import ServerState
+
+    from proxy.listen.http import _HttpProtocol
+
+    async def app(scope: dict, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", b"2")]})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    config = uvicorn.Config(app, lifespan="off", access_log=False, http=_HttpProtocol, proxy_headers=False)
+    protocol = _HttpProtocol(config=config, server_state=ServerState(), app_state={},
+                             _loop=asyncio.get_running_loop())
+    real = _RecordingTransport()
+    protocol.connection_made(real)  # type: ignore[arg-type]
+    try:
+        protocol.data_received(b"GET /x HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        for _ in range(20):
+            await asyncio.sleep(0)
+            if real.writes:
+                break
+        await asyncio.sleep(0)
+        assert len(real.writes) == 1, real.writes
+        assert real.writes[0].startswith(b"HTTP/1.1 200") and real.writes[0].endswith(b"\r\n\r\n{}")
+    finally:
+        protocol.connection_lost(None)
