@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from .compiler import Compiler
 from .compiler import compile as _compile
@@ -552,8 +552,11 @@ class _Prover:
                 raise _Wider(where, "the contains constraint changed or was removed, so the change cannot be proven narrower")
         if "items" not in old and "prefixItems" not in old:
             return
-        # The element schemas of the first conjunct that says anything about elements.
-        holder, ht = next(((s, t) for s, t in f.schemas if "items" in s or "prefixItems" in s), ({}, where))
+        holders = [(s, t) for s, t in f.schemas if "items" in s or "prefixItems" in s]
+        self.by_one_of(holders or [({}, where)], lambda holder, ht: self.elements(old, ot, holder, ht, f))
+
+    def elements(self, old: Mapping, ot: tuple, holder: Mapping, ht: tuple, f: _Facts) -> None:
+        """OLD's element schemas are implied by those of ``holder``, one conjunct of NEW."""
         o_prefix, n_prefix = old.get("prefixItems") or [], holder.get("prefixItems") or []
         o_rest, n_rest = old.get("items", True), holder.get("items", True)
         known = max(len(o_prefix), len(n_prefix))
@@ -604,16 +607,37 @@ class _Prover:
                 if not proven:
                     raise _Wider(where, f'the schema that applies when "{name}" is present was relaxed or removed')
         if "propertyNames" in old:
-            holder = next(((s, t) for s, t in f.schemas if "propertyNames" in s), None)
-            if holder is None:
+            names = [(s, t) for s, t in f.schemas if "propertyNames" in s]
+            if not names:
                 raise _Wider(where, "the propertyNames constraint was removed")
-            self.sub(old["propertyNames"], ot + ("propertyNames",), [(holder[0]["propertyNames"], holder[1] + ("propertyNames",))])
+            self.by_one_of(names, lambda holder, ht: self.sub(old["propertyNames"], ot + ("propertyNames",),
+                                                              [(holder["propertyNames"], ht + ("propertyNames",))]))
         keys = ("properties", "patternProperties", "additionalProperties", "additional_properties")
         if not any(k in old for k in keys):
             return
-        # Members: the first conjunct that declares anything about members speaks for NEW.
-        holder, ht = next(((s, t) for s, t in f.schemas if any(k in s for k in keys)), ({}, where))
-        self.members(old, ot, holder, ht)
+        holders = [(s, t) for s, t in f.schemas if any(k in s for k in keys)]
+        self.by_one_of(holders or [({}, where)], lambda holder, ht: self.members(old, ot, holder, ht))
+
+    def by_one_of(self, holders: list, prove: Callable[[Mapping, tuple], None]) -> None:
+        """Prove with whichever conjunct of NEW can: a value NEW accepts satisfies each of them, so one is enough.
+
+        A schema and the target of its ``$ref`` (or its ``allOf`` branches) may
+        each declare members or elements; asking only the first would call a
+        schema compared with itself wider. When none can, the first one's reason
+        is given. A spent step budget stays spent: every later attempt stops at once.
+        """
+        try:
+            prove(*holders[0])
+            return
+        except _Wider as exc:
+            first = exc
+        for holder, ht in holders[1:]:
+            try:
+                prove(holder, ht)
+                return
+            except _Wider:
+                continue
+        raise first
 
     def members(self, old: Mapping, ot: tuple, new: Mapping, nt: tuple) -> None:
         o_props, n_props = old.get("properties") or {}, new.get("properties") or {}

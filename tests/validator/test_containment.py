@@ -142,6 +142,22 @@ CASES = [
                           obj({"kind": {"const": "b"}}, required=["kind"])]}}),
      obj({"x": obj({"kind": {"const": "a"}, "a": {"type": "string", "minLength": 1}}, required=["kind"])}),
      "narrowed", "extended"),
+    # NEW's members, elements or property names may be declared by more than one of its conjuncts (the schema,
+    # its allOf branches, its $ref target); any one that implies OLD's proves it.
+    ("members proven by an allOf branch, not the first declaration", obj({"a": {"type": "string"}}),
+     {**obj({"b": {}}), "allOf": [obj({"a": {"type": "string"}})]}, "narrowed", "extended"),
+    ("members implied by no declaration", obj({"a": {"type": "string"}}),
+     {**obj({"b": {}}), "allOf": [obj({"a": {"type": "number"}})]}, "widened", "extended"),
+    ("elements proven by an allOf branch, not the first declaration",
+     obj({"l": {"type": "array", "items": {"type": "string", "maxLength": 3}}}),
+     obj({"l": {"type": "array", "items": {"type": "string"}, "allOf": [{"items": {"type": "string", "maxLength": 3}}]}}),
+     "narrowed", "extended"),
+    ("elements implied by no declaration",
+     obj({"l": {"type": "array", "items": {"type": "string", "maxLength": 3}}}),
+     obj({"l": {"type": "array", "items": {"type": "string"}, "allOf": [{"items": {"maxLength": 4}}]}}),
+     "widened", "extended"),
+    ("property names proven by an allOf branch, not the first declaration", obj(propertyNames={"maxLength": 3}),
+     obj(propertyNames={"pattern": "^a"}, allOf=[{"propertyNames": {"maxLength": 3}}]), "narrowed", "extended"),
 ]
 
 
@@ -449,6 +465,15 @@ def test_a_schema_is_unchanged_against_itself(dialect, data):
         return
     assert compare(schema, copy.deepcopy(schema), dialect).kind == "unchanged"
     assert compare(schema, {**schema, "description": "x"}, dialect).contained
+
+
+def test_a_ref_to_the_root_beside_its_own_empty_properties_is_contained_after_a_description_change():
+    # Found by the random run of the test above: the member "a" refers to the whole schema and declares
+    # (empty) properties of its own, which used to be the only declaration asked about members.
+    schema = obj({"a": {"properties": {}, "$ref": "#"}})
+    assert compare(schema, copy.deepcopy(schema), "extended").kind == "unchanged"
+    verdict = compare(schema, {**schema, "description": "x"}, "extended")
+    assert verdict.contained, verdict
 
 
 def test_a_huge_case_split_gives_up_as_widened_within_the_step_budget(monkeypatch):
