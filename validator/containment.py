@@ -644,8 +644,11 @@ class _Prover:
         (o_add, o_add_key), (n_add, n_add_key) = _additional(old), _additional(new)
         o_pat = old.get("patternProperties") or {} if self.dialect == EXTENDED else {}
         n_pat = new.get("patternProperties") or {} if self.dialect == EXTENDED else {}
-        if (o_pat or n_pat) and not self.same(o_pat, n_pat):
+        if set(o_pat) != set(n_pat):  # the same patterns, as text, match the same names in both
             raise _Wider(_at(new, nt, "patternProperties"), "the patternProperties changed, so the change cannot be proven narrower")
+        for source, schema in o_pat.items():
+            self.sub(schema, ot + ("patternProperties", source),
+                     [(n_pat[source], nt + ("patternProperties", source))], descend=True)
         matchers = []
         for source in o_pat:
             try:

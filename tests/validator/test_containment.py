@@ -156,6 +156,12 @@ CASES = [
      obj({"l": {"type": "array", "items": {"type": "string", "maxLength": 3}}}),
      obj({"l": {"type": "array", "items": {"type": "string"}, "allOf": [{"items": {"maxLength": 4}}]}}),
      "widened", "extended"),
+    ("patternProperties schema narrowed", obj(patternProperties={"^a": {"type": ["string", "null"]}}),
+     obj(patternProperties={"^a": {"type": "string"}}), "narrowed", "extended"),
+    ("patternProperties schema widened", obj(patternProperties={"^a": {"type": "string"}}),
+     obj(patternProperties={"^a": {"type": ["string", "null"]}}), "widened", "extended"),
+    ("patternProperties pattern changed", obj(patternProperties={"^a": {"type": "string"}}),
+     obj(patternProperties={"^ab": {"type": "string"}}), "widened", "extended"),
     ("property names proven by an allOf branch, not the first declaration", obj(propertyNames={"maxLength": 3}),
      obj(propertyNames={"pattern": "^a"}, allOf=[{"propertyNames": {"maxLength": 3}}]), "narrowed", "extended"),
 ]
@@ -467,13 +473,14 @@ def test_a_schema_is_unchanged_against_itself(dialect, data):
     assert compare(schema, {**schema, "description": "x"}, dialect).contained
 
 
-def test_a_ref_to_the_root_beside_its_own_empty_properties_is_contained_after_a_description_change():
-    # Found by the random run of the test above: the member "a" refers to the whole schema and declares
-    # (empty) properties of its own, which used to be the only declaration asked about members.
-    schema = obj({"a": {"properties": {}, "$ref": "#"}})
-    assert compare(schema, copy.deepcopy(schema), "extended").kind == "unchanged"
-    verdict = compare(schema, {**schema, "description": "x"}, "extended")
-    assert verdict.contained, verdict
+def test_a_ref_to_the_root_in_a_member_is_contained_after_a_description_change():
+    # Found by random runs of the test above. In the first, the member "a" refers to the whole schema and
+    # declares (empty) properties of its own, which used to be the only declaration asked about members.
+    # The second, under patternProperties, was compared as JSON along with the root it refers to.
+    for schema in (obj({"a": {"properties": {}, "$ref": "#"}}), obj(patternProperties={"^a": {"properties": {}, "$ref": "#"}})):
+        assert compare(schema, copy.deepcopy(schema), "extended").kind == "unchanged"
+        verdict = compare(schema, {**schema, "description": "x"}, "extended")
+        assert verdict.contained, (schema, verdict)
 
 
 def test_a_huge_case_split_gives_up_as_widened_within_the_step_budget(monkeypatch):
