@@ -119,6 +119,8 @@ def test_max_length_counts_code_points():
         ("^[^\\W]+$", "abc", "a-c"),
         ("\\bcat\\b", "a cat.", "concat"),
         ("\\Bat", "cat", "at"),
+        # Search positions are code points: none lies inside the pair, so every one here is a boundary.
+        ("\\B", "a😀", "a😀_"),
         ("^\\t\\n\\r$", "\t\n\r", "tnr"),
         ("^\\u0041\\x42$", "AB", "ab"),
         ("^\\u{1F600}$", "😀", "😁"),
