@@ -488,6 +488,19 @@ async def run(args: argparse.Namespace) -> dict:
     return report
 
 
+def interpreter(executable: str) -> str:
+    """The Python version, and whether the interpreter runs from a shared libpython (which costs it speed).
+
+    Read from the running process (its memory map), since sysconfig describes
+    the configure run, which for a distribution's python is often not the
+    build of the executable (Debian links the executable statically, with PGO
+    and LTO, and builds the shared library apart).
+    """
+    code = ("import sys; shared = any('libpython' in line for line in open('/proc/self/maps')); "
+            "print(sys.version.split()[0], 'with a shared libpython' if shared else 'with libpython linked in')")
+    return subprocess.run([executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+
+
 async def ab(args: argparse.Namespace) -> dict:
     """This tree's gate against REF's, both `--json-response` (or both without) in front of "direct json", in turns.
 
@@ -500,8 +513,18 @@ async def ab(args: argparse.Namespace) -> dict:
     url = upstream.start()
     gate = [python, "-m", "proxy", "--quiet", "--listen", "http://127.0.0.1:0", *answer_mode(args)]
     ref = args.baseline_ref
+    base_gate, base_label = gate, ref
+    interpreters = {}
+    if args.baseline_python:
+        # The same gate code under another interpreter: its build (PGO, LTO, a shared libpython) moves the CPU per call.
+        base_gate, base_label = [args.baseline_python, *gate[1:]], f"{ref} on --baseline-python"
+        interpreters = {who: f"{exe}: {interpreter(exe)}"
+                        for who, exe in (("this tree", python), (base_label, args.baseline_python))}
+        if not args.json:
+            for who, what in interpreters.items():
+                print(f"{who}: {what}", flush=True)
     sides = [Target("this tree", [*gate, *args.gate_option, "--upstream", url]),
-             Target(ref, [*gate, *args.baseline_option, "--upstream", url], root=baseline_tree(ref))]
+             Target(base_label, [*base_gate, *args.baseline_option, "--upstream", url], root=baseline_tree(ref))]
     results: dict[str, dict[str, list[dict]]] = {}
     try:
         for side in sides:
@@ -522,7 +545,7 @@ async def ab(args: argparse.Namespace) -> dict:
         for target in [*sides, upstream]:
             target.stop()
     return {"rounds": args.rounds, "sides": [side.label for side in sides], "results": results,
-            "gates": " ".join(answer_mode(args)) or "in the default mode",
+            "gates": " ".join(answer_mode(args)) or "in the default mode", "interpreters": interpreters,
             "loadavg_after": machine()["loadavg"]}
 
 
@@ -716,6 +739,10 @@ def main() -> int:
                         help="with --baseline-ref: pass OPTION to this tree's gate (write --gate-option=--x=y)")
     parser.add_argument("--baseline-option", action="append", default=[], metavar="OPTION",
                         help="with --baseline-ref: pass OPTION to REF's gate")
+    parser.add_argument("--baseline-python", metavar="PATH",
+                        help="with --baseline-ref: run REF's gate with this Python (its environment must have the "
+                        "project's dependencies, e.g. a venv with pip install -e .); with REF=HEAD this compares "
+                        "two interpreters on the same code")
     parser.add_argument("--default-mode", action="store_true",
                         help="with --baseline-ref: run both gates without --json-response, as a gate runs by "
                         "default (each POST's answer may become an SSE stream)")
