@@ -493,8 +493,8 @@ def interpreter(executable: str) -> str:
 
     Read from the running process (its memory map), since sysconfig describes
     the configure run, which for a distribution's python is often not the
-    build of the executable (Debian links the executable statically, with PGO
-    and LTO, and builds the shared library apart).
+    build of the executable (Debian links libpython into the executable, built
+    with PGO and LTO, and builds the shared library apart).
     """
     code = ("import sys; shared = any('libpython' in line for line in open('/proc/self/maps')); "
             "print(sys.version.split()[0], 'with a shared libpython' if shared else 'with libpython linked in')")

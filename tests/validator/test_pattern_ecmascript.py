@@ -11,8 +11,10 @@ is tried at each code-point boundary in turn. node's own ``test`` also tries
 the position inside a surrogate pair, where a zero-width ``\\B`` then
 matches (``/\\B/u.test("a😀_")`` is true in node 20, false by the
 specification: a V8 bug, fixed upstream); those answers are counted as
-evidence, not taken as the reference. Node is expected on the machine; if it is missing these tests skip
-with a loud message (REQUIRE_NODE=1 turns that into a failure).
+evidence, not taken as the reference.
+
+Node is expected on the machine; if it is missing these tests skip with a loud
+message (REQUIRE_NODE=1 turns that into a failure).
 
 Escaped punctuation. The contract's subset allows any escaped ASCII punctuation
 (``\\:``, ``\\-``, ``\\@`` …), but ECMAScript's Unicode mode only allows identity
