@@ -477,7 +477,8 @@ def test_a_ref_to_the_root_in_a_member_is_contained_after_a_description_change()
     # Found by random runs of the test above. In the first, the member "a" refers to the whole schema and
     # declares (empty) properties of its own, which used to be the only declaration asked about members.
     # The second, under patternProperties, was compared as JSON along with the root it refers to.
-    for schema in (obj({"a": {"properties": {}, "$ref": "#"}}), obj(patternProperties={"^a": {"properties": {}, "$ref": "#"}})):
+    member = {"properties": {}, "$ref": "#"}
+    for schema in (obj({"a": member}), obj(patternProperties={"^a": member})):
         assert compare(schema, copy.deepcopy(schema), "extended").kind == "unchanged"
         verdict = compare(schema, {**schema, "description": "x"}, "extended")
         assert verdict.contained, (schema, verdict)

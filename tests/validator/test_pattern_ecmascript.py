@@ -174,7 +174,7 @@ def compare(node_batch, cases: list[tuple[str, list[str]]], evidence, label: str
                     problems.append(f"{pattern!r}: non-u mode disagrees with u-mode portable form: {legacy}")
         for s, expected, own in zip(strings, reference["results"], reference["own"]):
             if own != expected:
-                evidence.count(SECTION, f"{label} pairs where node's own search matched inside a surrogate pair")
+                evidence.count(SECTION, f"{label} pairs where node's own search differed from the specification's loop")
             got = matches(s)
             evidence.count(SECTION, f"{label} pairs")
             if got != expected:
