@@ -37,6 +37,7 @@ and the gate's throughput as a share of direct.
         [--replicas 3 --haproxy /usr/sbin/haproxy [--scale-only]]
     .venv/bin/python scripts/bench_proxy_http.py --baseline-ref REF [--rounds 5] [--concurrency 1 16]
         [--gate-option=--event-loop=asyncio] [--baseline-option=...]
+    .venv/bin/python scripts/bench_proxy_http.py --floor [--rounds 3] [--concurrency 1 64]
 
 With --baseline-ref REF, an A/B of the gate alone instead: this tree's and REF's, each
 --json-response in front of "direct json", session and sessionless traffic, loaded in turns
@@ -44,6 +45,13 @@ With --baseline-ref REF, an A/B of the gate alone instead: this tree's and REF's
 With REF = HEAD and --gate-option, it compares an option within one tree. With --default-mode,
 both gates run without --json-response (as a gate is run by default: each request POST's answer
 may become an SSE stream), in this A/B and in --instructions.
+
+With --floor, the same A/B with a byte relay in place of REF's gate, and "direct json" itself
+loaded in the same turns: the relay is made of the gate's own HTTP parts (uvicorn with the
+gate's httptools protocol, uvloop, the gate's upstream POST pool) and forwards each POST's
+bytes and headers with no MCP, no JSON parsing and no check. What it adds over "direct json"
+is the floor under the gate's added latency on this machine; the gate's CPU per call is
+compared with the relay's.
 
 With --baseline-ref REF --instructions, the same A/B counted in instructions instead of CPU
 time: each gate runs under valgrind's cachegrind twice (40 calls, then 40 + N), one call at a
@@ -112,6 +120,40 @@ async def main():
         tg.start_soon(announce)
         await userver.serve()
 anyio.run(main)
+'''
+
+# The floor under a gate over Streamable HTTP: the gate's own listening and upstream parts
+# (uvicorn with its httptools protocol class, uvloop, PostPool), forwarding bytes and headers only.
+RELAY = r'''
+import sys, anyio, uvicorn
+from proxy.listen.http import _HttpProtocol, _Server
+from proxy.upstream.post_pool import PostPool
+HOP = {"host", "content-length", "connection", "transfer-encoding", "keep-alive", "date", "server"}
+pool = PostPool(sys.argv[1])
+async def app(scope, receive, send):
+    body, more = b"", True
+    while more:
+        message = await receive()
+        body += message.get("body", b"")
+        more = message.get("more_body", False)
+    headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"] if k.decode("latin-1") not in HOP}
+    response = await pool.post(headers, body)
+    data = await response.read()
+    out = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in response.headers.items() if k.lower() not in HOP]
+    await send({"type": "http.response.start", "status": response.status,
+                "headers": out + [(b"content-length", b"%d" % len(data))]})
+    await send({"type": "http.response.body", "body": data})
+config = uvicorn.Config(app, host="127.0.0.1", port=0, lifespan="off", log_level="warning", access_log=False,
+                        http=_HttpProtocol, proxy_headers=False)
+userver = _Server(config)
+async def main():
+    async with anyio.create_task_group() as tg:
+        async def announce():
+            while not userver.started: await anyio.sleep(0.01)
+            print("listening on http://127.0.0.1:%d/mcp" % userver.servers[0].sockets[0].getsockname()[1], file=sys.stderr, flush=True)
+        tg.start_soon(announce)
+        await userver.serve()
+anyio.run(main, backend_options={"use_uvloop": True})
 '''
 
 FASTMCP_PROXY = r'''
@@ -507,6 +549,8 @@ async def ab(args: argparse.Namespace) -> dict:
     Each round, for each traffic kind and concurrency, the two gates are
     loaded one after the other (the order alternating by round), and each
     gate's CPU time per call is read from /proc/PID/stat around its load.
+    With --floor the sides are this tree's gate, the byte relay (RELAY) and
+    "direct json" itself, whose CPU is the server's own.
     """
     python = sys.executable
     upstream = Target("direct json", [python, "-c", HTTP_SERVER, "json"])
@@ -523,12 +567,18 @@ async def ab(args: argparse.Namespace) -> dict:
         if not args.json:
             for who, what in interpreters.items():
                 print(f"{who}: {what}", flush=True)
-    sides = [Target("this tree", [*gate, *args.gate_option, "--upstream", url]),
-             Target(base_label, [*base_gate, *args.baseline_option, "--upstream", url], root=baseline_tree(ref))]
+    sides = [Target("this tree", [*gate, *args.gate_option, "--upstream", url])]
+    if args.floor:
+        # The relay, then the server itself, whose CPU column is the server's own CPU per call.
+        sides += [Target("relay", [python, "-c", RELAY, url]), upstream]
+    else:
+        sides.append(Target(base_label, [*base_gate, *args.baseline_option, "--upstream", url],
+                            root=baseline_tree(ref)))
     results: dict[str, dict[str, list[dict]]] = {}
     try:
         for side in sides:
-            side.start()
+            if side.process is None:
+                side.start()
         for round_no in range(args.rounds):
             if not args.json:
                 print(f"round {round_no + 1}: load average {machine()['loadavg']}", flush=True)
@@ -542,9 +592,9 @@ async def ab(args: argparse.Namespace) -> dict:
                         result["cpu_us_per_call"] = (cpu_seconds(side.process.pid) - before) * 1e6 / result["calls"]
                         results.setdefault(side.label, {}).setdefault(f"{traffic} c={concurrency}", []).append(result)
     finally:
-        for target in [*sides, upstream]:
+        for target in {id(t): t for t in [*sides, upstream]}.values():
             target.stop()
-    return {"rounds": args.rounds, "sides": [side.label for side in sides], "results": results,
+    return {"rounds": args.rounds, "floor": args.floor, "sides": [side.label for side in sides], "results": results,
             "gates": " ".join(answer_mode(args)) or "in the default mode", "interpreters": interpreters,
             "loadavg_after": machine()["loadavg"]}
 
@@ -699,16 +749,17 @@ def print_instructions(report: dict) -> None:
 
 
 def print_ab(report: dict) -> None:
-    this, base = report["sides"]
+    this, base = report["sides"][:2]
 
     def spread(values: list[float], fmt: str) -> str:
         return f"{statistics.median(values):{fmt}} [{min(values):{fmt}}-{max(values):{fmt}}]"
 
-    print(f"\nthis tree against {base}, gate {report['gates']} in front of \"direct json\", "
+    against = "a byte relay and the server itself" if report.get("floor") else base
+    print(f"\nthis tree against {against}, gate {report['gates']} in front of \"direct json\", "
           f"{report['rounds']} alternating rounds; median [min-max] over rounds")
-    print(f"{'':22}{'side':>12}{'req/s':>18}{'median ms':>22}{'gate CPU us/call':>24}")
+    print(f"{'':22}{'side':>12}{'req/s':>18}{'median ms':>22}{'CPU us/call':>24}")
     for row in report["results"][this]:
-        for side in (this, base):
+        for side in report["sides"]:
             runs = report["results"][side][row]
             print(f"{row:22}{side[:12]:>12}{spread([r['rps'] for r in runs], '.0f'):>18}"
                   f"{spread([r['median_ms'] for r in runs], '.2f'):>22}"
@@ -716,6 +767,13 @@ def print_ab(report: dict) -> None:
         ratios = [a["cpu_us_per_call"] / b["cpu_us_per_call"]
                   for a, b in zip(report["results"][this][row], report["results"][base][row])]
         print(f"{row:22}{'CPU ratio':>12}{'':>18}{'':>22}{spread(ratios, '.2f') + 'x':>24}")
+        if report.get("floor"):
+            direct = report["sides"][2]
+            for side in (this, base):
+                added = [a["median_ms"] - d["median_ms"]
+                         for a, d in zip(report["results"][side][row], report["results"][direct][row])]
+                print(f"{row:22}{side[:12]:>12} adds {spread(added, '.3f')} ms median latency over {direct} "
+                      "(per round)")
     print(f"load average after: {report['loadavg_after']}")
 
 
@@ -743,6 +801,10 @@ def main() -> int:
                         help="with --baseline-ref: run REF's gate with this Python (its environment must have the "
                         "project's dependencies, e.g. a venv with pip install -e .); with REF=HEAD this compares "
                         "two interpreters on the same code")
+    parser.add_argument("--floor", action="store_true",
+                        help="instead of the rows above: this tree's gate against a byte relay built from the "
+                        "gate's own HTTP parts, and \"direct json\" itself, in turns (--rounds, CPU per call): "
+                        "what the gate adds beyond the cost of relaying over HTTP at all")
     parser.add_argument("--default-mode", action="store_true",
                         help="with --baseline-ref: run both gates without --json-response, as a gate runs by "
                         "default (each POST's answer may become an SSE stream)")
@@ -773,7 +835,10 @@ def main() -> int:
         if not args.baseline_ref:
             parser.error("--instructions compares with --baseline-ref REF (REF may be HEAD)")
         return emit(instructions_ab(args), print_instructions)
-    if args.baseline_ref:
+    if args.floor and (args.baseline_ref or args.baseline_python or args.baseline_option):
+        parser.error("--floor compares this tree's gate with a byte relay; leave out --baseline-ref, "
+                     "--baseline-python and --baseline-option")
+    if args.baseline_ref or args.floor:
         return emit(asyncio.run(ab(args)), print_ab)
     if args.replicas and not args.haproxy:
         parser.error("--replicas needs --haproxy PATH (e.g. /usr/sbin/haproxy)")

@@ -49,3 +49,33 @@ def test_baseline_python_runs_the_baseline_gate_under_the_named_interpreter() ->
         for traffic in ("session c=1", "sessionless c=1"):
             (run,) = report["results"][side][traffic]
             assert run["calls"] > 0 and run["cpu_us_per_call"] > 0
+
+
+def test_floor_mode_loads_the_gate_a_byte_relay_and_the_server_in_turns() -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "bench_proxy_http.py"), "--floor", "--rounds", "2",
+         "--concurrency", "1", "--duration", "0.3", "--warmup", "0.1"],
+        capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    # the load generator checks every reply (its id, a result that is not an error), so the
+    # relay forwarded sessions and sessionless calls alike; each side's latency over the server is printed
+    for traffic in ("session c=1", "sessionless c=1"):
+        for side in ("this tree", "relay"):
+            assert f"{traffic:22}{side:>12} adds " in done.stdout, done.stdout
+        assert f"{traffic:22}{'direct json':>12}" in done.stdout
+
+
+def test_floor_mode_reports_calls_and_cpu_for_each_side_and_refuses_a_baseline() -> None:
+    script = [sys.executable, str(ROOT / "scripts" / "bench_proxy_http.py")]
+    done = subprocess.run([*script, "--floor", "--rounds", "1", "--concurrency", "1", "--duration", "0.3",
+                           "--warmup", "0.1", "--json"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout)
+    assert report["floor"] is True and report["sides"] == ["this tree", "relay", "direct json"]
+    for side in report["sides"]:
+        for traffic in ("session c=1", "sessionless c=1"):
+            (run,) = report["results"][side][traffic]
+            assert run["calls"] > 0 and run["cpu_us_per_call"] > 0
+    refused = subprocess.run([*script, "--floor", "--baseline-ref", "HEAD"], capture_output=True, text=True,
+                             timeout=60, cwd=ROOT)
+    assert refused.returncode == 2 and "--floor compares this tree's gate with a byte relay" in refused.stderr
