@@ -772,8 +772,10 @@ def print_ab(report: dict) -> None:
             for side in (this, base):
                 added = [a["median_ms"] - d["median_ms"]
                          for a, d in zip(report["results"][side][row], report["results"][direct][row])]
-                print(f"{row:22}{side[:12]:>12} adds {spread(added, '.3f')} ms median latency over {direct} "
-                      "(per round)")
+                share = [100 * a["rps"] / d["rps"]
+                         for a, d in zip(report["results"][side][row], report["results"][direct][row])]
+                print(f"{row:22}{side[:12]:>12} adds {spread(added, '.3f')} ms median latency over {direct}, "
+                      f"{spread(share, '.0f')}% of its req/s (per round)")
     print(f"load average after: {report['loadavg_after']}")
 
 
