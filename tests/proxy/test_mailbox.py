@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from proxy.core.streams import mailbox
+from tests.support.examples import examples
 
 OPS = st.lists(st.one_of(
     st.tuples(st.just("send"), st.integers(0, 99)),
@@ -26,7 +27,7 @@ def _outcome(call: Any) -> Any:
         return ("raised", type(exc).__name__)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(capacity=st.integers(0, 3), ops=OPS)
 def test_without_parked_tasks_a_mailbox_answers_every_operation_as_an_anyio_memory_stream_does(
         capacity: int, ops: list[tuple]) -> None:

@@ -19,6 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from proxy.metrics import OTHER_TOOL, UNKNOWN_TOOL, Metrics
 from tests.proxy.conftest import calls, raw_proxy
+from tests.support.examples import examples
 
 METRICS_URL = re.compile(rb"metrics on (http://[^ \n]+/metrics)")
 
@@ -224,7 +225,7 @@ def _families(lines: list[bytes], prefixes: tuple[bytes, ...]) -> list[bytes]:
     return kept
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(["arguments", "output"]),
                           st.floats(min_value=0, max_value=120, allow_nan=False)), max_size=40),
        st.lists(st.sampled_from(["echo", "shaped", UNKNOWN_TOOL]), max_size=10))

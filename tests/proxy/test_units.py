@@ -21,6 +21,7 @@ from proxy.core.hooks import GuardHooks
 from proxy.core.relay import Relay
 from proxy.core import jsonrpc
 from proxy.core.jsonrpc import Frame, dump, envelope_of, parse_line, result_message, validated_copy
+from tests.support.examples import examples
 
 ECHO = {"name": "echo", "inputSchema": {"type": "object", "properties": {"t": {"type": "string"}}, "required": ["t"]}}
 
@@ -372,7 +373,7 @@ _JSON_VALUES = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(request_id=st.integers() | st.text(), result=st.dictionaries(st.text(max_size=8), _JSON_VALUES, max_size=5))
 def test_a_refusal_result_is_written_as_the_sdk_model_would_write_it(request_id: Any, result: dict) -> None:
     """result_message skips the SDK's model; the line it writes must still read back as the model's line does."""
@@ -415,7 +416,7 @@ async def _lines_of(reader: Any) -> list[bytes]:
     return lines
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(lines=st.lists(st.binary(max_size=12).map(lambda b: b.replace(b"\n", b"")), max_size=8),
        cuts=st.lists(st.integers(0, 120), max_size=10), last_newline=st.booleans(), limit=st.sampled_from([5, 8, 1000]))
 def test_the_line_reader_yields_the_same_lines_however_the_pipe_cuts_the_bytes(
@@ -514,7 +515,7 @@ def _fast_reading(data: bytes, counted_in_c: bool) -> Any:
 
 
 @_COUNTINGS
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=examples(1000), deadline=None)
 @given(data=_json_texts())
 def test_the_fast_reading_accepts_only_what_the_slow_one_accepts_and_reads_it_the_same(
         counted_in_c: bool, data: bytes) -> None:

@@ -23,6 +23,7 @@ from proxy.upstream import post_pool as http_post
 from proxy.upstream.post_pool import HTTPError, PostPool, eligible
 from proxy.core.jsonrpc import Frame
 from proxy.upstream.streamable_http import _streamable_http
+from tests.support.examples import examples
 
 
 class Scripted:
@@ -305,7 +306,7 @@ async def test_a_fixed_header_that_could_split_the_request_refuses_every_post_th
     assert server.requests[1][0].target == b"/m%C3%A9%20p"
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(name=st.text(alphabet=st.characters(codec="latin-1"), min_size=1, max_size=12),
        value=st.text(alphabet=st.sampled_from("ab \t:\r\n\x00\x7f\xe9;,=\"'"), max_size=12))
 def test_what_the_pool_sends_another_parser_reads_as_exactly_one_request_with_that_header(name, value) -> None:

@@ -19,6 +19,7 @@ from starlette.requests import Request
 
 from proxy.listen.posts import accepts_json, is_json_content
 from tests.proxy.conftest import calls
+from tests.support.examples import examples
 from tests.proxy_http.conftest import http_gate, raw_client
 from tests.proxy_http.test_hardening import open_session
 
@@ -36,7 +37,7 @@ MEDIA = st.sampled_from(["application/json", "APPLICATION/JSON", "application/*"
 
 
 @given(st.lists(MEDIA, max_size=4))
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 def test_the_lean_accept_check_agrees_with_the_sdk_transport_on_every_accept_header(parts: list[str]) -> None:
     accept = ",".join(parts)
     assert accepts_json(accept) == check_accept_headers(request_with(accept=accept))[0]
@@ -45,7 +46,7 @@ def test_the_lean_accept_check_agrees_with_the_sdk_transport_on_every_accept_hea
 @given(st.lists(st.sampled_from(["application/json", "Application/JSON", "text/plain", "application/json-seq",
                                  " charset=utf-8", "application/jsonx", ""]), max_size=3),
        st.sampled_from([",", ";"]))
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 def test_the_lean_path_takes_exactly_the_content_types_both_sdk_checks_pass(parts: list[str], separator: str) -> None:
     from mcp.server.streamable_http import StreamableHTTPServerTransport
     from mcp.server.transport_security import TransportSecurityMiddleware

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from proxy.upstream.sse_decoder import SSEDecoder, SSEError
+from tests.support.examples import examples
 
 Event = tuple[str, str, str, int | None]
 
@@ -114,7 +115,7 @@ def chunked_stream(draw: st.DrawFn) -> tuple[bytes, list[bytes]]:
     return data, cut(data, points)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(chunked_stream())
 def test_agrees_with_httpx2_event_source_on_generated_chunked_streams(stream: tuple[bytes, list[bytes]]) -> None:
     data, chunks = stream
