@@ -87,6 +87,17 @@ try:
 except ImportError:
     from bench_proxy import SERVER, baseline_tree, cpu_seconds  # run as `python scripts/bench_proxy_http.py`: scripts/ is on the path
 
+# The end of each server script below: serve `userver`, and say where on stderr once listening.
+SERVE_ANNOUNCING = r'''
+async def main():
+    async with anyio.create_task_group() as tg:
+        async def announce():
+            while not userver.started: await anyio.sleep(0.01)
+            print("listening on http://127.0.0.1:%d/mcp" % userver.servers[0].sockets[0].getsockname()[1], file=sys.stderr, flush=True)
+        tg.start_soon(announce)
+        await userver.serve()
+'''
+
 HTTP_SERVER = r'''
 import anyio, sys, uvicorn, mcp_types as types, contextlib
 from mcp.server.lowlevel.server import Server
@@ -112,15 +123,7 @@ async def app(scope, receive, send):
     await manager.handle_request(scope, receive, send)
 config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", access_log=False)
 userver = uvicorn.Server(config)
-async def main():
-    async with anyio.create_task_group() as tg:
-        async def announce():
-            while not userver.started: await anyio.sleep(0.01)
-            print("listening on http://127.0.0.1:%d/mcp" % userver.servers[0].sockets[0].getsockname()[1], file=sys.stderr, flush=True)
-        tg.start_soon(announce)
-        await userver.serve()
-anyio.run(main)
-'''
+''' + SERVE_ANNOUNCING + "anyio.run(main)\n"
 
 # The floor under a gate over Streamable HTTP: the gate's own listening and upstream parts
 # (uvicorn with its httptools protocol class, uvloop, PostPool), forwarding bytes and headers only.
@@ -146,15 +149,7 @@ async def app(scope, receive, send):
 config = uvicorn.Config(app, host="127.0.0.1", port=0, lifespan="off", log_level="warning", access_log=False,
                         http=_HttpProtocol, proxy_headers=False)
 userver = _Server(config)
-async def main():
-    async with anyio.create_task_group() as tg:
-        async def announce():
-            while not userver.started: await anyio.sleep(0.01)
-            print("listening on http://127.0.0.1:%d/mcp" % userver.servers[0].sockets[0].getsockname()[1], file=sys.stderr, flush=True)
-        tg.start_soon(announce)
-        await userver.serve()
-anyio.run(main, backend_options={"use_uvloop": True})
-'''
+''' + SERVE_ANNOUNCING + 'anyio.run(main, backend_options={"use_uvloop": True})\n'
 
 FASTMCP_PROXY = r'''
 import sys
