@@ -466,6 +466,18 @@ _SCALARS = st.one_of(st.integers(-2**70, 2**70), st.floats(allow_nan=False, allo
                      st.booleans(), st.none(), st.sampled_from(["", "x:y", "::", "A", "\u00e9:", "1E5", "\x01"]))
 
 
+
+def _containers(inner: st.SearchStrategy) -> st.SearchStrategy:
+    """Arrays, and objects as (name, value) pairs in wire order, so that duplicate names survive."""
+    return st.one_of(st.lists(inner, max_size=4),
+                     st.lists(st.tuples(st.sampled_from(_NAMES), inner), max_size=5).map(tuple))
+
+
+# Built once, at module level: hypothesis checks a recursive strategy's extend function when it is
+# first drawn from, and a strategy rebuilt inside every draw would be checked on every example.
+_WIRE_VALUES = st.recursive(_SCALARS, _containers, max_leaves=12)
+
+
 @st.composite
 def _json_texts(draw: Any) -> bytes:
     """A JSON text written pair by pair (so duplicates survive), ASCII-escaped or not."""
@@ -478,10 +490,7 @@ def _json_texts(draw: Any) -> bytes:
             return "[" + ",".join(text(v) for v in value) + "]"
         return json.dumps(value, ensure_ascii=ensure_ascii)
 
-    values = st.recursive(_SCALARS, lambda inner: st.one_of(
-        st.lists(inner, max_size=4),
-        st.lists(st.tuples(st.sampled_from(_NAMES), inner), max_size=5).map(tuple)), max_leaves=12)
-    return text(draw(values)).encode()
+    return text(draw(_WIRE_VALUES)).encode()
 
 
 _REFUSED = object()
