@@ -466,7 +466,6 @@ _SCALARS = st.one_of(st.integers(-2**70, 2**70), st.floats(allow_nan=False, allo
                      st.booleans(), st.none(), st.sampled_from(["", "x:y", "::", "A", "\u00e9:", "1E5", "\x01"]))
 
 
-
 def _containers(inner: st.SearchStrategy) -> st.SearchStrategy:
     """Arrays, and objects as (name, value) pairs in wire order, so that duplicate names survive."""
     return st.one_of(st.lists(inner, max_size=4),
