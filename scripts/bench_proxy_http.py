@@ -139,10 +139,18 @@ async def app(scope, receive, send):
         message = await receive()
         body += message.get("body", b"")
         more = message.get("more_body", False)
-    headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"] if k.decode("latin-1") not in HOP}
+    headers = {}
+    for name, value in scope["headers"]:  # names arrive lower-cased
+        name = name.decode("latin-1")
+        if name not in HOP:
+            headers[name] = value.decode("latin-1")
     response = await pool.post(headers, body)
     data = await response.read()
-    out = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in response.headers.items() if k.lower() not in HOP]
+    out = []
+    for name, value in response.headers.items():
+        name = name.lower()
+        if name not in HOP:
+            out.append((name.encode("latin-1"), value.encode("latin-1")))
     await send({"type": "http.response.start", "status": response.status,
                 "headers": out + [(b"content-length", b"%d" % len(data))]})
     await send({"type": "http.response.body", "body": data})
@@ -765,10 +773,9 @@ def print_ab(report: dict) -> None:
         if report.get("floor"):
             direct = report["sides"][2]
             for side in (this, base):
-                added = [a["median_ms"] - d["median_ms"]
-                         for a, d in zip(report["results"][side][row], report["results"][direct][row])]
-                share = [100 * a["rps"] / d["rps"]
-                         for a, d in zip(report["results"][side][row], report["results"][direct][row])]
+                rounds = list(zip(report["results"][side][row], report["results"][direct][row]))
+                added = [a["median_ms"] - d["median_ms"] for a, d in rounds]
+                share = [100 * a["rps"] / d["rps"] for a, d in rounds]
                 print(f"{row:22}{side[:12]:>12} adds {spread(added, '.3f')} ms median latency over {direct}, "
                       f"{spread(share, '.0f')}% of its req/s (per round)")
     print(f"load average after: {report['loadavg_after']}")
