@@ -25,7 +25,11 @@ from the schema (seeded by the tool's name), labelled by our validator, shuffled
 into one stream. It reports µs per instance over the mix, over its valid and
 over its invalid part, with min/median/max over interleaved repeats (the
 order of the timings shuffled anew each repeat, so that no library always
-runs right after the same other one). With
+runs right after the same other one). Each repeat times one part at a time,
+every library on it back to back, so each peer's ratio is also given as
+"paired rounds": the median [min–max] of the ratios of timings taken side by
+side, which a burst of load from the machine's neighbours moves far less than
+the ratio of the medians (it hits both timings of a pair alike). With
 --instructions it counts instead, under valgrind's cachegrind, the instructions
 each library executes per instance of each part: exact and unmoved by other
 load on the machine (the clock also pays for cache misses, which this leaves
@@ -174,6 +178,31 @@ def _turns(keys: list, repeat: int) -> list:
     order = list(keys)
     random.Random(repeat).shuffle(order)
     return order
+
+
+def _paired_turns(parts: list[str], names: list[str], repeat: int) -> list[tuple[str, str]]:
+    """One repeat's timings, a part at a time: the contenders on one part run back to back.
+
+    So a pair of timings compared within the round sits a fraction of a second
+    apart, inside the same burst of load from the machine's neighbours (which
+    comes and goes over seconds and moved single timings by 2x). The parts and,
+    within each, the contenders are shuffled anew each repeat, as ``_turns``
+    explains.
+    """
+    order = []
+    for part in _turns(parts, repeat):
+        order += [(part, name) for name in _turns(names, repeat * 31 + len(order))]
+    return order
+
+
+def paired_ratios(peer: list[float], ours: list[float]) -> dict[str, float]:
+    """The peer's time over ours, round by round (timings taken back to back): median, min and max."""
+    ratios = [p / o for p, o in zip(peer, ours, strict=True)]
+    return {"median": statistics.median(ratios), "min": min(ratios), "max": max(ratios)}
+
+
+def _fmt_paired(r: dict[str, float]) -> str:
+    return f"{r['median']:.2f}x [{r['min']:.2f}–{r['max']:.2f}]"
 
 
 def time_per_call(runs: dict[str, Callable[[], None]], calls_per_run: int, repeat: int,
@@ -620,7 +649,7 @@ def dataset_main(opts: argparse.Namespace) -> int:
             numbers[(part, name)] = _calibrate(timer, opts.target)
     samples: dict[tuple[str, str], list[float]] = {key: [] for key in timers}
     for r in range(opts.repeat):  # interleaved: a load change hits every contender alike
-        for key in _turns(list(timers), r):
+        for key in _paired_turns(list(parts), names, r):
             n = numbers[key]
             samples[key].append(timers[key].timeit(n) / (n * len(parts[key[0]])) * 1e6)
     print(f"load average after: {Path('/proc/loadavg').read_text().strip()}")
@@ -638,11 +667,15 @@ def dataset_main(opts: argparse.Namespace) -> int:
             line += f"{f'{med[name]:.2f} [{min(values):.2f}–{max(values):.2f}]':>26}"
         print(line)
         summary[part] = {n: {"median": med[n], "min": min(samples[(part, n)]), "max": max(samples[(part, n)])} for n in names}
+    paired = {part: {n: paired_ratios(samples[(part, n)], samples[(part, "ours")]) for n in names[1:]} for part in parts}
+    for part in parts:
+        summary[part]["paired"] = paired[part]
     print()
     for part in parts:
         ours_med = summary[part]["ours"]["median"]
         ours_min = summary[part]["ours"]["min"]
-        ratios = ", ".join(f"{n} {summary[part][n]['median'] / ours_med:.2f}x (on mins {summary[part][n]['min'] / ours_min:.2f}x)"
+        ratios = ", ".join(f"{n} {summary[part][n]['median'] / ours_med:.2f}x (on mins {summary[part][n]['min'] / ours_min:.2f}x; "
+                           f"paired rounds {_fmt_paired(paired[part][n])})"
                            for n in names[1:])
         print(f"{part:<10}speed vs ours (above 1 means we are faster): {ratios}")
     if "fastjsonschema" in names:
@@ -653,7 +686,8 @@ def dataset_main(opts: argparse.Namespace) -> int:
             best = summary[part]["fastjsonschema"]["min"] / summary[part]["ours"]["min"]
             print(f"target >= 1.5x fastjsonschema ({part}): {'MET' if r >= 1.5 else 'NOT MET'} "
                   f"({r:.2f}x on medians; {best:.2f}x on mins, the least load-bound; "
-                  f"{worst:.2f}x fastest peer run vs slowest of ours)")
+                  f"{worst:.2f}x fastest peer run vs slowest of ours; "
+                  f"paired rounds {_fmt_paired(paired[part]['fastjsonschema'])})")
     if opts.json:
         opts.json.write_text(json.dumps({"summary": summary, "disagree": disagree}, indent=2))
     return 0
