@@ -49,11 +49,19 @@ class _Channel(Generic[T]):
         self.items: deque[T] = deque()
         self.capacity = capacity
         self.receivers: deque[asyncio.Future[None]] = deque()  # parked in receive()
-        self.senders: deque[asyncio.Future[None]] = deque()  # parked in send(), waiting for room
+        # Parked in send(), each with its item, in the order they came: an item is taken from here
+        # in that order, so no sender loses its place to one that came later.
+        self.senders: deque[tuple[asyncio.Future[None], T]] = deque()
         self.send_closed = False
         self.receive_closed = False
         # Looked up once, at the first wait: on Python 3.11 every get_running_loop() is a getpid() system call.
         self.loop: asyncio.AbstractEventLoop | None = None
+
+    def get_loop(self) -> asyncio.AbstractEventLoop:
+        loop = self.loop
+        if loop is None:
+            loop = self.loop = asyncio.get_running_loop()
+        return loop
 
 
 def _wake(waiters: deque[asyncio.Future[None]]) -> bool:
@@ -71,17 +79,21 @@ def _wake_all(waiters: deque[asyncio.Future[None]]) -> None:
         pass
 
 
-async def _park(channel: _Channel[Any], waiters: deque[asyncio.Future[None]]) -> None:
-    loop = channel.loop
-    if loop is None:
-        loop = channel.loop = asyncio.get_running_loop()
-    waiter = loop.create_future()
-    waiters.append(waiter)
-    try:
-        await waiter
-    finally:
-        if not waiter.done():  # cancelled while parked: no wake-up may go to it any more
-            waiter.cancel()
+def _next_parked(senders: deque[tuple[asyncio.Future[None], T]]) -> Any:
+    """The item of the first sender still parked, which is released as delivered; _EMPTY if none is."""
+    while senders:
+        waiter, item = senders.popleft()
+        if not waiter.done():  # done: cancelled while parked, its item withdrawn
+            waiter.set_result(None)
+            return item
+    return _EMPTY
+
+
+def _fail_parked(senders: deque[tuple[asyncio.Future[None], Any]], error: type[Exception]) -> None:
+    while senders:
+        waiter, _ = senders.popleft()
+        if not waiter.done():
+            waiter.set_exception(error())
 
 
 class _End:
@@ -118,6 +130,7 @@ class MailboxSender(_End, Generic[T]):
             raise anyio.ClosedResourceError
         if channel.receive_closed:
             raise anyio.BrokenResourceError
+        # Free room means no sender is parked: a taken item's room goes to the first parked one.
         if _wake(channel.receivers) or len(channel.items) < channel.capacity:
             # The item goes on the queue even when the receiver it wakes is
             # cancelled before it runs: the next receive() gets it, nothing is lost.
@@ -126,21 +139,35 @@ class MailboxSender(_End, Generic[T]):
         raise anyio.WouldBlock
 
     async def send(self, item: T) -> None:
-        """Queue the item, waiting while the mailbox is full and no receiver is parked."""
-        while True:
-            try:
-                self.send_nowait(item)
-                return
-            except anyio.WouldBlock:
-                await _park(self._channel, self._channel.senders)
+        """Queue the item, or wait in line with it until a receiver takes it.
+
+        A parked send is done once its item is taken: if the task is cancelled
+        after that, the item is delivered all the same (as with anyio). Cancelled
+        while still in line, it withdraws the item.
+        """
+        try:
+            self.send_nowait(item)
+            return
+        except anyio.WouldBlock:
+            pass
+        channel = self._channel
+        waiter = channel.get_loop().create_future()
+        channel.senders.append((waiter, item))
+        try:
+            await waiter  # raises what closing either end set on it
+        finally:
+            if not waiter.done():
+                waiter.cancel()  # withdrawn: receivers skip it
+            elif not waiter.cancelled():
+                waiter.exception()  # a closing error counts as seen even when this task was cancelled first
 
     def close(self) -> None:
-        """No more items: receivers get what is queued, then EndOfStream."""
+        """No more items: receivers get what is queued, then EndOfStream; a send still in line fails as closed."""
         if not self._closed:
             self._closed = True
             self._channel.send_closed = True
             _wake_all(self._channel.receivers)
-            _wake_all(self._channel.senders)  # a send of this end still parked fails as closed
+            _fail_parked(self._channel.senders, anyio.ClosedResourceError)
 
 
 class MailboxReceiver(_End, Generic[T]):
@@ -163,9 +190,15 @@ class MailboxReceiver(_End, Generic[T]):
             raise anyio.ClosedResourceError
         if channel.items:
             item = channel.items.popleft()
-            if channel.senders:
-                _wake(channel.senders)
+            if channel.senders:  # the room just freed goes to the first sender in line
+                parked = _next_parked(channel.senders)
+                if parked is not _EMPTY:
+                    channel.items.append(parked)
             return item
+        if channel.senders:
+            item = _next_parked(channel.senders)
+            if item is not _EMPTY:
+                return item
         if channel.send_closed:
             raise anyio.EndOfStream
         return _EMPTY
@@ -179,9 +212,13 @@ class MailboxReceiver(_End, Generic[T]):
     async def receive(self) -> T:
         channel = self._channel
         while (item := self._take()) is _EMPTY:
-            if channel.senders:
-                _wake(channel.senders)  # a sender waiting for room can hand its item to this receiver now
-            await _park(channel, channel.receivers)
+            waiter = channel.get_loop().create_future()
+            channel.receivers.append(waiter)
+            try:
+                await waiter
+            finally:
+                if not waiter.done():  # cancelled while parked: no wake-up may go to it any more
+                    waiter.cancel()
         return item
 
     def __aiter__(self) -> MailboxReceiver[T]:
@@ -199,7 +236,7 @@ class MailboxReceiver(_End, Generic[T]):
             self._closed = True
             self._channel.receive_closed = True
             self._channel.items.clear()
-            _wake_all(self._channel.senders)
+            _fail_parked(self._channel.senders, anyio.BrokenResourceError)
 
 
 def mailbox(capacity: int = 0) -> tuple[MailboxSender[Any], MailboxReceiver[Any]]:
@@ -212,7 +249,10 @@ def mailbox(capacity: int = 0) -> tuple[MailboxSender[Any], MailboxReceiver[Any]
     times per relayed call. Here an item goes on a deque and wakes the parked
     receiver's future; nothing yields unless it must wait. `capacity` 0 keeps
     anyio's zero-buffer backpressure: a send waits until a receiver is
-    parked. Items queued for a receiver that is cancelled before it runs stay
+    parked. Senders that wait are served first come, first served, each in
+    line with its item (as anyio's are): were a woken sender to try again
+    and find its room taken, it would go to the back of the line, and under
+    load some calls would wait many turns while later ones passed. Items queued for a receiver that is cancelled before it runs stay
     queued for the next receive. The ends behave as anyio's do when closed:
     the receiver gets EndOfStream after the last item, a sender whose
     receiver closed gets BrokenResourceError, and an end used after its own

@@ -115,6 +115,109 @@ async def test_many_concurrent_senders_each_deliver_exactly_once_in_the_order_ea
         assert [n for w, n in got if w == who] == list(range(20))
 
 
+@pytest.mark.parametrize("capacity", [0, 2])
+async def test_parked_senders_deliver_in_the_order_they_parked_while_the_reader_works_between_items(
+        capacity: int) -> None:
+    # First come, first served: a sender woken for room it then lost to another must not go to the
+    # back of the line, or under load some requests wait many turns while later ones pass (a tail).
+    send, receive = mailbox(capacity)
+    got: list[int] = []
+    async with anyio.create_task_group() as tg:
+        for who in range(capacity + 8):
+            tg.start_soon(send.send, who)
+            await anyio.wait_all_tasks_blocked()  # each has sent or parked before the next starts
+        for _ in range(capacity + 8):
+            got.append(await receive.receive())
+            await anyio.sleep(0)  # the reader handles the item, and other tasks run meanwhile
+    assert got == list(range(capacity + 8))
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(capacity=st.integers(0, 3), plan=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 2)), min_size=1,
+                                                  max_size=25))
+def test_items_arrive_in_the_order_their_sends_began_however_sends_and_receives_interleave(
+        capacity: int, plan: list[tuple[int, int]]) -> None:
+    # Each step starts some senders (each one send, begun in a known order), then the reader takes an
+    # item and lets the event loop run some turns; at the end the reader takes the rest.
+    async def run() -> list[int]:
+        send, receive = mailbox(capacity)
+        begun: list[int] = []
+        got: list[int] = []
+        async with anyio.create_task_group() as tg:
+            for new_senders, turns in plan:
+                for _ in range(new_senders):
+                    begun.append(len(begun))
+                    tg.start_soon(send.send, begun[-1])
+                    await anyio.wait_all_tasks_blocked()  # started in this order
+                if len(got) < len(begun):
+                    got.append(await receive.receive())
+                for _ in range(turns):
+                    await anyio.sleep(0)
+            while len(got) < len(begun):
+                got.append(await receive.receive())
+        assert got == begun
+        return got
+
+    anyio.run(run)
+
+
+async def test_a_sender_arriving_while_others_are_parked_queues_behind_them() -> None:
+    send, receive = mailbox()
+    got: list[str] = []
+    async with anyio.create_task_group() as tg:
+        for who in ("a", "b", "c"):
+            tg.start_soon(send.send, who)
+        await anyio.wait_all_tasks_blocked()
+        got.append(await receive.receive())
+        tg.start_soon(send.send, "late")  # arrives while b and c still wait
+        await anyio.wait_all_tasks_blocked()
+        for _ in range(3):
+            got.append(await receive.receive())
+            await anyio.sleep(0)
+    assert got == ["a", "b", "c", "late"]
+
+
+async def test_a_parked_sender_cancelled_before_its_turn_delivers_nothing_and_the_line_moves_on() -> None:
+    send, receive = mailbox()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(send.send, "first")
+        await anyio.wait_all_tasks_blocked()
+        withdrawn = asyncio.ensure_future(send.send("withdrawn"))
+        await anyio.wait_all_tasks_blocked()
+        tg.start_soon(send.send, "last")
+        await anyio.wait_all_tasks_blocked()
+        withdrawn.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await withdrawn
+        got = [await receive.receive() for _ in range(2)]
+    assert got == ["first", "last"]
+    with pytest.raises(anyio.WouldBlock):
+        receive.receive_nowait()
+
+
+async def test_a_parked_send_whose_item_was_taken_has_delivered_it_even_if_cancelled_before_it_resumes() -> None:
+    send, receive = mailbox()
+    parked = asyncio.ensure_future(send.send("taken"))
+    await anyio.wait_all_tasks_blocked()
+    assert receive.receive_nowait() == "taken"
+    parked.cancel()  # before the sender runs again: the item is already the receiver's, nothing is sent twice
+    with pytest.raises(asyncio.CancelledError):
+        await parked
+    with pytest.raises(anyio.WouldBlock):
+        receive.receive_nowait()
+
+
+async def test_closing_the_sender_fails_a_send_still_in_line_and_delivers_nothing_of_it() -> None:
+    send, receive = mailbox()
+    parked = asyncio.ensure_future(send.send("in line"))
+    await anyio.wait_all_tasks_blocked()
+    send.close()
+    with pytest.raises(anyio.ClosedResourceError):
+        await parked
+    with pytest.raises(anyio.EndOfStream):
+        receive.receive_nowait()
+
+
 async def test_closing_the_sender_ends_iteration_after_the_queued_items() -> None:
     send, receive = mailbox(2)
     send.send_nowait(1)
