@@ -29,7 +29,8 @@ the machine than about the gate; the run prints the core count and the load aver
 The load generator is a minimal HTTP/1.1 client on raw asyncio sockets (keep-alive, one
 connection per worker), so the measuring side costs little CPU on a small machine. One MCP
 session per target; CONCURRENCY workers each keep one tools/call in flight for DURATION
-seconds after a warm-up. Prints requests/s and median/p99 latency per target and concurrency,
+seconds after a warm-up. Prints requests/s, median/p99 latency and calls per worker (min-max: a
+target that serves calls in turn gives every worker about as many) per target and concurrency,
 and the gate's throughput as a share of direct.
 
     .venv/bin/python scripts/bench_proxy_http.py [--duration 3] [--concurrency 1 16 64]
@@ -310,12 +311,14 @@ async def load(url: str, concurrency: int, duration: float, warmup: float,
     else:
         sessions = [{"mcp-protocol-version": SESSIONLESS}] * concurrency
     latencies: list[float] = []
+    per_worker: list[int] = []  # measured calls of each worker: a server that serves in turn gives each about as many
     counter = iter(range(1, 10**9))
     measuring = False
     stop_at = 0.0
 
     async def worker(session: dict[str, str]) -> None:
         conn = Conn(host, port, path)
+        calls = 0
         headers = {**session, "mcp-method": "tools/call", "mcp-name": "echo"}
         params: dict = {"name": "echo", "arguments": {"text": "hello"}}
         if traffic == "sessionless":
@@ -331,8 +334,11 @@ async def load(url: str, concurrency: int, duration: float, warmup: float,
                 assert status == 200 and reply.get("id") == request_id and not reply["result"].get("isError"), reply
                 if measuring:
                     latencies.append(elapsed)
+                    calls += 1
         finally:
             conn.close()
+            if measuring:
+                per_worker.append(calls)
 
     stop_at = time.perf_counter() + warmup
     await asyncio.gather(*(worker(session) for session in sessions))
@@ -345,7 +351,8 @@ async def load(url: str, concurrency: int, duration: float, warmup: float,
         await asyncio.gather(*(close_session(url, session) for session in sessions))
     ordered = sorted(latencies)
     return {"rps": len(latencies) / wall, "median_ms": statistics.median(ordered) * 1000,
-            "p99_ms": ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000, "calls": len(latencies)}
+            "p99_ms": ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000, "calls": len(latencies),
+            "calls_per_worker": [min(per_worker), max(per_worker)]}
 
 
 def documented_backend() -> str:
@@ -524,7 +531,9 @@ async def run(args: argparse.Namespace) -> dict:
                 report.setdefault(label, {})[str(concurrency)] = result
                 if not args.json:
                     print(f"c={concurrency:<3} {label:24} {result['rps']:8.0f} req/s  median "
-                          f"{result['median_ms']:7.2f} ms  p99 {result['p99_ms']:7.2f} ms", flush=True)
+                          f"{result['median_ms']:7.2f} ms  p99 {result['p99_ms']:7.2f} ms  "
+                          f"calls per worker {result['calls_per_worker'][0]}-{result['calls_per_worker'][1]}",
+                          flush=True)
         if args.replicas:
             await scale_out(args, direct_url, report, failed)
     finally:

@@ -76,6 +76,7 @@ def test_floor_mode_reports_calls_and_cpu_for_each_side_and_refuses_a_baseline()
         for traffic in ("session c=1", "sessionless c=1"):
             (run,) = report["results"][side][traffic]
             assert run["calls"] > 0 and run["cpu_us_per_call"] > 0
+            assert run["calls_per_worker"] == [run["calls"], run["calls"]]  # one worker made every call
     refused = subprocess.run([*script, "--floor", "--baseline-ref", "HEAD"], capture_output=True, text=True,
                              timeout=60, cwd=ROOT)
     assert refused.returncode == 2 and "--floor compares this tree's gate with a byte relay" in refused.stderr
