@@ -191,6 +191,7 @@ def _paired_turns(parts: list[str], names: list[str], repeat: int) -> list[tuple
     """
     order = []
     for part in _turns(parts, repeat):
+        # Seeded by the repeat and the part's place in it, so the parts of one repeat differ in order too.
         order += [(part, name) for name in _turns(names, repeat * 31 + len(order))]
     return order
 
@@ -667,15 +668,14 @@ def dataset_main(opts: argparse.Namespace) -> int:
             line += f"{f'{med[name]:.2f} [{min(values):.2f}–{max(values):.2f}]':>26}"
         print(line)
         summary[part] = {n: {"median": med[n], "min": min(samples[(part, n)]), "max": max(samples[(part, n)])} for n in names}
-    paired = {part: {n: paired_ratios(samples[(part, n)], samples[(part, "ours")]) for n in names[1:]} for part in parts}
     for part in parts:
-        summary[part]["paired"] = paired[part]
+        summary[part]["paired"] = {n: paired_ratios(samples[(part, n)], samples[(part, "ours")]) for n in names[1:]}
     print()
     for part in parts:
         ours_med = summary[part]["ours"]["median"]
         ours_min = summary[part]["ours"]["min"]
         ratios = ", ".join(f"{n} {summary[part][n]['median'] / ours_med:.2f}x (on mins {summary[part][n]['min'] / ours_min:.2f}x; "
-                           f"paired rounds {_fmt_paired(paired[part][n])})"
+                           f"paired rounds {_fmt_paired(summary[part]['paired'][n])})"
                            for n in names[1:])
         print(f"{part:<10}speed vs ours (above 1 means we are faster): {ratios}")
     if "fastjsonschema" in names:
@@ -687,7 +687,7 @@ def dataset_main(opts: argparse.Namespace) -> int:
             print(f"target >= 1.5x fastjsonschema ({part}): {'MET' if r >= 1.5 else 'NOT MET'} "
                   f"({r:.2f}x on medians; {best:.2f}x on mins, the least load-bound; "
                   f"{worst:.2f}x fastest peer run vs slowest of ours; "
-                  f"paired rounds {_fmt_paired(paired[part]['fastjsonschema'])})")
+                  f"paired rounds {_fmt_paired(summary[part]['paired']['fastjsonschema'])})")
     if opts.json:
         opts.json.write_text(json.dumps({"summary": summary, "disagree": disagree}, indent=2))
     return 0

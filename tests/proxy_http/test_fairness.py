@@ -9,32 +9,22 @@ the line gave some callers 2.5x as many answers as others.
 
 from __future__ import annotations
 
-import importlib.util
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _load_generator():
-    spec = importlib.util.spec_from_file_location("bench_proxy_http_under_test", ROOT / "scripts" / "bench_proxy_http.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from scripts.bench_proxy_http import HTTP_SERVER, Target, load
 
 
 @pytest.mark.parametrize("traffic", ["session", "sessionless"])
 async def test_concurrent_callers_through_the_gate_each_get_about_as_many_answers(traffic: str) -> None:
-    bench = _load_generator()
-    server = bench.Target("direct json", [sys.executable, "-c", bench.HTTP_SERVER, "json"])
+    server = Target("direct json", [sys.executable, "-c", HTTP_SERVER, "json"])
     gate = None
     try:
         url = server.start()
-        gate = bench.Target("gate", [sys.executable, "-m", "proxy", "--quiet", "--listen", "http://127.0.0.1:0",
+        gate = Target("gate", [sys.executable, "-m", "proxy", "--quiet", "--listen", "http://127.0.0.1:0",
                                      "--json-response", "--upstream", url])
-        result = await bench.load(gate.start(), 64, duration=2.0, warmup=0.3, traffic=traffic)
+        result = await load(gate.start(), 64, duration=2.0, warmup=0.3, traffic=traffic)
     finally:
         if gate is not None:
             gate.stop()

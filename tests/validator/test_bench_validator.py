@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import subprocess
@@ -12,19 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from scripts import bench_validator as bench
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "bench_validator.py"
 
 
-def _bench():
-    spec = importlib.util.spec_from_file_location("bench_validator_under_test", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_paired_turns_time_every_contender_on_a_part_back_to_back_once_per_round() -> None:
-    bench = _bench()
     parts, names = ["mixed", "valid", "invalid"], ["ours", "fastjsonschema", "jsonschema"]
     orders = set()
     for r in range(12):
@@ -37,7 +30,6 @@ def test_paired_turns_time_every_contender_on_a_part_back_to_back_once_per_round
 
 
 def test_paired_ratios_compare_timings_of_the_same_round_not_the_medians() -> None:
-    bench = _bench()
     # A load burst in round 2 slows both alike: the per-round ratio stays 2, the ratio of medians does not.
     peer, ours = [2.0, 2.0, 20.0, 2.2], [1.0, 1.0, 10.0, 1.1]
     assert bench.paired_ratios(peer, ours) == pytest.approx({"median": 2.0, "min": 2.0, "max": 2.0})
